@@ -1,0 +1,174 @@
+package sdk
+
+import (
+	"context"
+	"iter"
+)
+
+// Kind names one of the four component kinds.
+type Kind string
+
+const (
+	KindTask      Kind = "task"
+	KindModel     Kind = "model"
+	KindScorer    Kind = "scorer"
+	KindRetriever Kind = "retriever"
+)
+
+// Kinds lists every kind in a stable order.
+var Kinds = []Kind{KindTask, KindModel, KindScorer, KindRetriever}
+
+// Task produces samples. Samples are streamed: a task must not need the whole
+// dataset in memory, and the kernel may stop reading early (on cancellation or
+// --limit), so the sequence must stop cleanly when yield returns false.
+type Task interface {
+	Samples(ctx context.Context, req *SamplesRequest) iter.Seq2[*Sample, error]
+}
+
+// SamplesRequest asks a task for its samples.
+type SamplesRequest struct {
+	// Limit caps the number of samples; 0 means all.
+	Limit int `json:"limit,omitempty"`
+}
+
+// Model generates a completion for one rendered request. Implementations must
+// be safe for concurrent use: the kernel calls Generate from many goroutines,
+// bounded by the model's max_concurrency.
+type Model interface {
+	Generate(ctx context.Context, req *GenerateRequest) (*GenerateResponse, error)
+}
+
+// GenerationParams are the decoding parameters of one request. Nil pointers
+// mean "the server's default"; they are part of the response cache key.
+type GenerationParams struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+}
+
+// GenerateRequest is one fully rendered request.
+type GenerateRequest struct {
+	// Messages is the rendered chat, the exact text sent.
+	Messages []Message        `json:"messages"`
+	Params   GenerationParams `json:"params"`
+	// Sample is the sample after retrieval and truncation, for models that
+	// answer from its structure (baselines): Choices, Context, Question.
+	Sample *Sample `json:"sample,omitempty"`
+}
+
+// Usage counts tokens as the server reported them.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// GenerateResponse is the model's answer.
+type GenerateResponse struct {
+	Text         string `json:"text"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Usage        Usage  `json:"usage"`
+	// Attempts is how many HTTP (or other) attempts the answer took.
+	Attempts int `json:"attempts,omitempty"`
+}
+
+// Scorer scores one prediction. Safe for concurrent use.
+type Scorer interface {
+	Score(ctx context.Context, req *ScoreRequest) (*ScoreResponse, error)
+}
+
+// ScoreRequest carries a prediction and the sample it answers.
+type ScoreRequest struct {
+	Sample     *Sample `json:"sample"`
+	Prediction string  `json:"prediction"`
+}
+
+// ScoreResponse is one sample's score. Invalid marks a prediction the scorer
+// could not interpret (an unparsable rating, say): it is counted apart and
+// left out of the mean, never silently scored 0.
+type ScoreResponse struct {
+	Value   float64        `json:"value"`
+	Invalid bool           `json:"invalid,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
+	// Stats are sufficient statistics for corpus-level aggregation (e.g. BLEU's
+	// n-gram matches and lengths). Aggregators read them; others ignore them.
+	Stats []float64 `json:"stats,omitempty"`
+}
+
+// Aggregator is an optional Scorer interface for metrics whose corpus value is
+// not the mean of sample values (corpus BLEU). Without it the kernel reports
+// the mean of valid values.
+type Aggregator interface {
+	Aggregate(ctx context.Context, req *AggregateRequest) (*AggregateResponse, error)
+}
+
+// AggregateRequest holds every sample score of one eval, in sample order.
+type AggregateRequest struct {
+	Scores []*ScoreResponse `json:"scores"`
+}
+
+// AggregateResponse is an eval-level metric.
+type AggregateResponse struct {
+	Value   float64        `json:"value"`
+	N       int            `json:"n"`
+	Invalid int            `json:"invalid"`
+	CILow   float64        `json:"ci_low"`
+	CIHigh  float64        `json:"ci_high"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Retriever replaces a sample's context with the parts relevant to its
+// question (the RAG stage). Safe for concurrent use.
+type Retriever interface {
+	Retrieve(ctx context.Context, req *RetrieveRequest) (*RetrieveResponse, error)
+}
+
+// RetrieveRequest asks for the context to send for one sample.
+type RetrieveRequest struct {
+	Sample *Sample `json:"sample"`
+}
+
+// Chunk identifies one kept piece of the document.
+type Chunk struct {
+	ID     int     `json:"id"`
+	Offset int     `json:"offset"` // byte offset in the original context
+	Score  float64 `json:"score"`
+}
+
+// RetrieveResponse is the context to send in place of the original.
+type RetrieveResponse struct {
+	Context string         `json:"context"`
+	Chunks  []Chunk        `json:"chunks,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Tokenizer is an optional Model interface: a model that can count its own
+// tokens (through a server's /tokenize endpoint, say).
+type Tokenizer interface {
+	Tokenize(ctx context.Context, req *TokenizeRequest) (*TokenizeResponse, error)
+}
+
+// TokenizeRequest asks for the token ids of several texts at once.
+type TokenizeRequest struct {
+	Texts []string `json:"texts"`
+}
+
+// TokenizeResponse has one id list per text, and the tokenizer's name.
+type TokenizeResponse struct {
+	Tokens    [][]int `json:"tokens"`
+	Tokenizer string  `json:"tokenizer"`
+}
+
+// Provisioner is an optional interface: Provision runs once after
+// construction, before any call, to open files, connect, or start servers
+// (Caddy's lifecycle: provision, validate, cleanup via io.Closer).
+type Provisioner interface {
+	Provision(ctx context.Context) error
+}
+
+// Validator is an optional interface: Validate checks a provisioned component
+// without side effects. `hayloft validate` calls it.
+type Validator interface {
+	Validate(ctx context.Context) error
+}

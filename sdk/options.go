@@ -1,0 +1,47 @@
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Options are a component's own settings as the config file gave them,
+// encoded as a JSON object. Components decode them strictly: an unknown name
+// is an error naming it, so a typo never silently falls back to a default.
+type Options json.RawMessage
+
+// Decode unmarshals the options into v (a pointer to a struct with json
+// tags), rejecting unknown fields. Errors are *ConfigError naming the field.
+func (o Options) Decode(v any) error {
+	if len(bytes.TrimSpace(o)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(o))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		return nil
+	}
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		return &ConfigError{Field: ute.Field, Msg: fmt.Sprintf("want %s, got %s", ute.Type, ute.Value)}
+	}
+	// encoding/json words this as `json: unknown field "name"`.
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
+		return &ConfigError{Field: field, Msg: "unknown option"}
+	}
+	return &ConfigError{Msg: err.Error()}
+}
+
+// MustOptions encodes v as Options; for tests and built-in defaults.
+func MustOptions(v any) Options {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return Options(b)
+}

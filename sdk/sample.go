@@ -1,0 +1,93 @@
+package sdk
+
+import "strings"
+
+// Placeholders a task may put in its message templates. The kernel substitutes
+// them once, after retrieval and truncation have acted on the context, so the
+// instruction and question are never cut and the context can be swapped.
+const (
+	ContextSlot  = "{{context}}"
+	QuestionSlot = "{{question}}"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// Length is a size in tokens together with the tokenizer that measured it:
+// a length without its tokenizer cannot be compared across models.
+type Length struct {
+	Tokens    int    `json:"tokens"`
+	Tokenizer string `json:"tokenizer,omitempty"` // e.g. "cl100k_base", "model:<name>"
+}
+
+// Sample is one evaluation item. Long-context needs are real fields, not
+// strings in Metadata: the context is kept apart from the question so that
+// retrievers and truncation act on it alone, and Length and Depth survive into
+// the journal so reports bucket by them without parsing names.
+type Sample struct {
+	ID string `json:"id"`
+	// Context is the long document. May be empty for tasks without one.
+	Context string `json:"context,omitempty"`
+	// Question is the query about the context; retrievers use it as the query.
+	Question string `json:"question,omitempty"`
+	// Messages is the prompt template. Content may hold ContextSlot and
+	// QuestionSlot. Empty means DefaultMessages.
+	Messages []Message `json:"messages,omitempty"`
+	// Choices are the options of a multiple-choice item, in order.
+	Choices []string `json:"choices,omitempty"`
+	// Targets are the acceptable answers (or the reference texts).
+	Targets []string `json:"targets,omitempty"`
+	// Length is the size of the rendered context as the task measured it.
+	Length Length `json:"length"`
+	// Depth is the relative position (0..1) of the evidence in the context;
+	// negative when it does not apply.
+	Depth    float64 `json:"depth"`
+	Language string  `json:"language,omitempty"`
+	Subtask  string  `json:"subtask,omitempty"`
+	// MaxNewTokens is the generation budget the benchmark prescribes; 0 leaves
+	// it to the model's configuration.
+	MaxNewTokens int `json:"max_new_tokens,omitempty"`
+	// Metadata holds anything else; values must be JSON-encodable. Scorers
+	// receive it, so benchmark-specific references (e.g. star counts) go here.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// DefaultMessages is the template used when a sample has no Messages: one user
+// message with the context, a blank line, then the question.
+func DefaultMessages() []Message {
+	return []Message{{Role: "user", Content: ContextSlot + "\n\n" + QuestionSlot}}
+}
+
+// Render fills the sample's template with its context and question. Slots are
+// replaced in the template only: a context that happens to contain the text
+// "{{question}}" is left as it is.
+func (s *Sample) Render() []Message {
+	tmpl := s.Messages
+	if len(tmpl) == 0 {
+		tmpl = DefaultMessages()
+	}
+	out := make([]Message, len(tmpl))
+	r := strings.NewReplacer(ContextSlot, s.Context, QuestionSlot, s.Question)
+	for i, m := range tmpl {
+		out[i] = Message{Role: m.Role, Content: r.Replace(m.Content)}
+	}
+	return out
+}
+
+// Clone returns a copy whose slices and metadata map may be changed freely.
+func (s *Sample) Clone() *Sample {
+	c := *s
+	c.Messages = append([]Message(nil), s.Messages...)
+	c.Choices = append([]string(nil), s.Choices...)
+	c.Targets = append([]string(nil), s.Targets...)
+	if s.Metadata != nil {
+		c.Metadata = make(map[string]any, len(s.Metadata))
+		for k, v := range s.Metadata {
+			c.Metadata[k] = v
+		}
+	}
+	return &c
+}
