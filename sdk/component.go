@@ -69,8 +69,16 @@ type GenerateResponse struct {
 	Text         string `json:"text"`
 	FinishReason string `json:"finish_reason,omitempty"`
 	Usage        Usage  `json:"usage"`
-	// Attempts is how many HTTP (or other) attempts the answer took.
-	Attempts int `json:"attempts,omitempty"`
+	// Attempts lists every try the answer took, failed ones first; the kernel
+	// journals each so flaky servers can be diagnosed after the fact.
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// Attempt is one try at a request.
+type Attempt struct {
+	Status    int     `json:"status,omitempty"` // HTTP status; 0 when no response arrived
+	LatencyMS float64 `json:"latency_ms"`
+	Error     string  `json:"error,omitempty"`
 }
 
 // Scorer scores one prediction. Safe for concurrent use.
