@@ -1,0 +1,124 @@
+// Command hayloft is the evaluation kernel's command line: it runs configs,
+// validates them, lists plugins, scores JSONL, counts tokens, and — re-executed
+// as `hayloft plugin start <kind> <name>` — serves its own built-in components
+// as out-of-process plugins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+const usage = `hayloft — a plugin-based evaluation kernel for long-context LLMs
+
+Usage:
+  hayloft run CONFIG [--json] [--store PATH] [--limit N] [--eval NAME]
+  hayloft validate CONFIG
+  hayloft plugins [CONFIG]
+  hayloft gen CONFIG [--eval NAME] [--limit N]
+  hayloft score --scorer NAME [--option key=value ...] [--aggregate]
+  hayloft tokens --encoding NAME [--count]
+  hayloft version
+
+Run 'hayloft COMMAND -h' for a command's flags.
+`
+
+// exitError carries a process exit code through the command functions.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err == nil {
+		return
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "hayloft:", err)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		code = 2
+	}
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: 2, err: errors.New("no command")}
+	}
+	env := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "run":
+		return env.cmdRun(ctx, rest)
+	case "validate":
+		return env.cmdValidate(ctx, rest)
+	case "plugins":
+		return env.cmdPlugins(ctx, rest)
+	case "plugin":
+		return env.cmdPlugin(ctx, rest)
+	case "gen":
+		return env.cmdGen(ctx, rest)
+	case "score":
+		return env.cmdScore(ctx, rest)
+	case "tokens":
+		return env.cmdTokens(ctx, rest)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "hayloft", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: 2, err: fmt.Errorf("unknown command %q", cmd)}
+	}
+}
+
+type cliEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// parseInterspersed lets flags follow positional arguments
+// (`hayloft run CONFIG --json`), which the flag package alone does not.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// multiFlag collects a repeated string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

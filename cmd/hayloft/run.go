@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/term"
+
+	"github.com/hayloft/hayloft/kernel/config"
+	"github.com/hayloft/hayloft/kernel/pluginhost"
+	"github.com/hayloft/hayloft/kernel/runner"
+	"github.com/hayloft/hayloft/kernel/store"
+	"github.com/hayloft/hayloft/plugins/builtin"
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// commonFlags are the settings flags every config-reading command takes; they
+// override the config file and HAYLOFT_* variables (koanf layering).
+type commonFlags struct {
+	store, logLevel, pluginDir string
+	inProcess                  bool
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.store, "store", "", "journal file (default .hayloft/hayloft.db; env HAYLOFT_STORE)")
+	fs.StringVar(&c.logLevel, "log-level", "", "trace, debug, info, warn, error (env HAYLOFT_LOG_LEVEL)")
+	fs.StringVar(&c.pluginDir, "plugin-dir", "", "directory of external plugin binaries (env HAYLOFT_PLUGIN_DIR)")
+	fs.BoolVar(&c.inProcess, "in-process", false, "run built-in components inside this process (debugging only)")
+}
+
+func (c *commonFlags) overrides() map[string]any {
+	m := map[string]any{}
+	if c.store != "" {
+		m["store"] = c.store
+	}
+	if c.logLevel != "" {
+		m["log_level"] = c.logLevel
+	}
+	if c.pluginDir != "" {
+		m["plugin_dir"] = c.pluginDir
+	}
+	return m
+}
+
+// session is what a config-reading command sets up: the config, a logger and
+// a plugin host that knows the config's external plugins.
+type session struct {
+	cfg  *config.Config
+	log  hclog.Logger
+	host *pluginhost.Host
+}
+
+func (e *cliEnv) openSession(path string, cf *commonFlags) (*session, error) {
+	cfg, err := config.Load(path, config.LoadOptions{Env: os.Environ(), Flags: cf.overrides()})
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name:   "hayloft",
+		Level:  hclog.LevelFromString(cfg.Settings.LogLevel),
+		Output: e.stderr,
+	})
+	host, err := newHost(cfg.Settings.PluginDir, log, cf.inProcess)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range cfg.Plugins {
+		if err := host.AddPlugin(pluginhost.Spec{Name: p.Name, Source: p.Source, SHA256: p.SHA256}); err != nil {
+			host.Close()
+			return nil, fmt.Errorf("%s: %w", p.Range, err)
+		}
+	}
+	return &session{cfg: cfg, log: log, host: host}, nil
+}
+
+func newHost(pluginDir string, log hclog.Logger, inProcess bool) (*pluginhost.Host, error) {
+	opts := pluginhost.Options{Logger: log, PluginDir: pluginDir, Builtin: builtin.Set(version)}
+	if inProcess {
+		opts.InProcess = true
+	}
+	return pluginhost.New(opts)
+}
+
+func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var cf commonFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print the result as one JSON document on stdout")
+	limit := fs.Int("limit", 0, "at most N samples per eval")
+	var evals multiFlag
+	fs.Var(&evals, "eval", "run only this eval (repeatable)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return &exitError{code: 2, err: errors.New("usage: hayloft run CONFIG [--json]")}
+	}
+	s, err := e.openSession(pos[0], &cf)
+	if err != nil {
+		return err
+	}
+	defer s.host.Close()
+	if err := checkEvals(s.cfg, evals); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	st, err := store.Open(ctx, s.cfg.Settings.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	var bar *os.File
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = f
+	}
+	opts := runner.Options{Opener: s.host, Store: st, Logger: s.log, Version: version, Limit: *limit, Evals: evals}
+	if bar != nil {
+		opts.Progress = bar
+	}
+	res, runErr := runner.New(opts).Run(ctx, s.cfg)
+	if res != nil {
+		if *asJSON {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(res); err != nil {
+				return err
+			}
+		} else {
+			printSummary(e.stdout, res)
+		}
+	}
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		fmt.Fprintf(e.stderr, "hayloft: interrupted; finished samples are journaled in %s — run the same command again to resume\n", s.cfg.Settings.Store)
+		return &exitError{code: 130, err: runErr}
+	case runErr != nil:
+		return runErr
+	case res.Failed():
+		var msgs []string
+		for _, ev := range res.Evals {
+			if ev.Error != "" {
+				msgs = append(msgs, fmt.Sprintf("eval %q (%s): %s", ev.Name, ev.Model, ev.Error))
+			}
+		}
+		return &exitError{code: 1, err: errors.New(strings.Join(msgs, "\n"))}
+	}
+	return nil
+}
+
+func checkEvals(cfg *config.Config, names []string) error {
+	have := make([]string, len(cfg.Evals))
+	for i, ev := range cfg.Evals {
+		have[i] = ev.Name
+	}
+	for _, n := range names {
+		found := false
+		for _, h := range have {
+			found = found || h == n
+		}
+		if !found {
+			msg := fmt.Sprintf("--eval %q: no such eval in %s", n, cfg.Path)
+			if s := config.Suggest(n, have); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			return errors.New(msg)
+		}
+	}
+	return nil
+}
+
+// printSummary writes the human table: one row per eval × model × retriever,
+// one column per scorer.
+func printSummary(w interface{ Write([]byte) (int, error) }, res *runner.Result) {
+	var scorers []string
+	seen := map[string]bool{}
+	for _, ev := range res.Evals {
+		for name := range ev.Metrics {
+			if !seen[name] {
+				seen[name] = true
+				scorers = append(scorers, name)
+			}
+		}
+	}
+	sort.Strings(scorers)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "EVAL\tMODEL\tRETRIEVER\tSAMPLES\tCACHED\tERRORS\tTRUNCATED")
+	for _, s := range scorers {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(s))
+	}
+	fmt.Fprintln(tw)
+	for _, ev := range res.Evals {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d", ev.Name, ev.Model, ev.Retriever, ev.Samples, ev.Cached, ev.Errors, ev.Truncated)
+		for _, s := range scorers {
+			m := ev.Metrics[s]
+			switch {
+			case m == nil || m.N == 0:
+				fmt.Fprint(tw, "\t-")
+			default:
+				fmt.Fprintf(tw, "\t%.3f [%.3f, %.3f]", m.Value, m.CILow, m.CIHigh)
+				if m.Invalid > 0 {
+					fmt.Fprintf(tw, " (%d invalid)", m.Invalid)
+				}
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	for _, ev := range res.Evals {
+		if ev.Error != "" {
+			fmt.Fprintf(w, "FAILED %s / %s / %s: %s\n", ev.Name, ev.Model, ev.Retriever, ev.Error)
+		}
+	}
+	fmt.Fprintf(w, "run %s · kernel overhead %.0f µs/sample\n", res.RunID, res.OverheadUSPerSample)
+}
+
+func (e *cliEnv) cmdValidate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var cf commonFlags
+	cf.register(fs)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return &exitError{code: 2, err: errors.New("usage: hayloft validate CONFIG")}
+	}
+	s, err := e.openSession(pos[0], &cf)
+	if err != nil {
+		return err
+	}
+	defer s.host.Close()
+	// Each component decodes its own options strictly, so the only complete
+	// check is to configure every one; its errors point at the config line.
+	var errs []string
+	for _, c := range s.cfg.Components {
+		if err := validateComponent(ctx, s.host, c); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return &exitError{code: 1, err: errors.New(strings.Join(errs, "\n"))}
+	}
+	fmt.Fprintf(e.stdout, "%s: %d components, %d evals: ok\n", s.cfg.Path, len(s.cfg.Components), len(s.cfg.Evals))
+	return nil
+}
+
+func validateComponent(ctx context.Context, host *pluginhost.Host, c *config.Component) error {
+	v, err := host.Open(ctx, c.Kind, c.Type, c.Plugin, c.Options)
+	if err != nil {
+		return c.Diag(err)
+	}
+	defer closeIfCloser(v)
+	if val, ok := v.(sdk.Validator); ok {
+		if err := val.Validate(ctx); err != nil && !errors.Is(err, sdk.ErrUnsupported) {
+			return c.Diag(err)
+		}
+	}
+	return nil
+}
+
+func closeIfCloser(v any) {
+	if c, ok := v.(interface{ Close() error }); ok {
+		c.Close()
+	}
+}
+
+func (e *cliEnv) cmdGen(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var cf commonFlags
+	cf.register(fs)
+	limit := fs.Int("limit", 0, "at most N samples per eval")
+	var evals multiFlag
+	fs.Var(&evals, "eval", "only this eval (repeatable)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return &exitError{code: 2, err: errors.New("usage: hayloft gen CONFIG [--eval NAME] [--limit N]")}
+	}
+	s, err := e.openSession(pos[0], &cf)
+	if err != nil {
+		return err
+	}
+	defer s.host.Close()
+	if err := checkEvals(s.cfg, evals); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	out := bufio.NewWriterSize(e.stdout, 1<<20)
+	defer out.Flush()
+	return runner.New(runner.Options{Opener: s.host, Logger: s.log, Limit: *limit, Evals: evals}).Gen(ctx, s.cfg, out)
+}

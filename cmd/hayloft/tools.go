@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hayloft/hayloft/kernel/scoreio"
+	"github.com/hayloft/hayloft/plugins/builtin"
+	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
+	"github.com/hayloft/hayloft/sdk/tokenizer"
+)
+
+func (e *cliEnv) cmdPlugins(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("plugins", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var cf commonFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	var s *session
+	switch len(pos) {
+	case 0:
+		log := hclog.New(&hclog.LoggerOptions{Name: "hayloft", Level: hclog.Warn, Output: e.stderr})
+		dir := cf.pluginDir
+		if dir == "" {
+			dir = os.Getenv("HAYLOFT_PLUGIN_DIR")
+		}
+		host, err := newHost(dir, log, cf.inProcess)
+		if err != nil {
+			return err
+		}
+		s = &session{host: host, log: log}
+	case 1:
+		if s, err = e.openSession(pos[0], &cf); err != nil {
+			return err
+		}
+	default:
+		return &exitError{code: 2, err: errors.New("usage: hayloft plugins [CONFIG]")}
+	}
+	defer s.host.Close()
+	entries, err := s.host.Describe(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(entries)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tPLUGIN\tVERSION\tPROTOCOL")
+	for _, en := range entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", en.Kind, en.Name, en.Plugin, en.Version, en.Protocol)
+	}
+	return tw.Flush()
+}
+
+// cmdPlugin is how the kernel runs its own built-ins out of process: it
+// re-executes this binary as `hayloft plugin start <kind> <name>`.
+func (e *cliEnv) cmdPlugin(_ context.Context, args []string) error {
+	set := builtin.Set(version)
+	switch {
+	case len(args) == 1 && args[0] == "describe":
+		return json.NewEncoder(e.stdout).Encode(plugin.Describe(set))
+	case len(args) == 3 && args[0] == "start":
+		return plugin.ServeComponent(set, sdk.Kind(args[1]), args[2])
+	}
+	return &exitError{code: 2, err: errors.New("usage: hayloft plugin describe | hayloft plugin start <kind> <name> (started by hayloft itself)")}
+}
+
+func (e *cliEnv) cmdScore(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	name := fs.String("scorer", "", "scorer name (e.g. exact, rougel, bleu, countingstars, wasm)")
+	aggregate := fs.Bool("aggregate", false, "print one JSON object with the aggregate instead of per-line scores")
+	inProcess := fs.Bool("in-process", false, "run the scorer inside this process (debugging only)")
+	pluginName := fs.String("plugin", "", "plugin that serves the scorer (default: resolve by name)")
+	var options multiFlag
+	fs.Var(&options, "option", "scorer option key=value (repeatable; values parse as JSON when they can)")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	if *name == "" {
+		return &exitError{code: 2, err: errors.New("usage: hayloft score --scorer NAME [--option key=value ...] [--aggregate] < in.jsonl")}
+	}
+	opts, err := scoreio.ParseOptions(options)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "hayloft", Level: hclog.Warn, Output: e.stderr})
+	host, err := newHost(os.Getenv("HAYLOFT_PLUGIN_DIR"), log, *inProcess)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	v, err := host.Open(ctx, sdk.KindScorer, *name, *pluginName, opts)
+	if err != nil {
+		return fmt.Errorf("scorer %q: %w", *name, err)
+	}
+	defer closeIfCloser(v)
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	return scoreio.Run(ctx, v.(sdk.Scorer), e.stdin, out, *aggregate)
+}
+
+func (e *cliEnv) cmdTokens(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	encName := fs.String("encoding", "cl100k_base", "cl100k_base or o200k_base")
+	countOnly := fs.Bool("count", false, "print the count alone")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	enc, err := tokenizer.Get(*encName)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--encoding: %w", err)}
+	}
+	b, err := io.ReadAll(e.stdin)
+	if err != nil {
+		return err
+	}
+	if !utf8.Valid(b) {
+		return fmt.Errorf("stdin is not valid UTF-8 (first bad byte at offset %d)", firstInvalid(b))
+	}
+	if *countOnly {
+		_, err := fmt.Fprintln(e.stdout, enc.Count(string(b)))
+		return err
+	}
+	ids := enc.Encode(string(b))
+	if ids == nil {
+		ids = []int{}
+	}
+	return json.NewEncoder(e.stdout).Encode(map[string]any{"ids": ids, "count": len(ids)})
+}
+
+func firstInvalid(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}

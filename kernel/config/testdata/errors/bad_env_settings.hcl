@@ -1,0 +1,1 @@
+store = "x.db"

@@ -1,0 +1,4 @@
+task "t" "a" {
+  huge = pow(10, 400) * pow(10, 400)
+  fn   = abs("x")
+}

@@ -1,0 +1,4 @@
+model "openai" {}
+task "niah" "small" "extra" {}
+plugin {}
+eval "a" "b" {}

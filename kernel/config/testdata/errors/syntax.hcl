@@ -1,0 +1,4 @@
+model "openai" "local" {
+  base_url = "http://x"
+  max_tokens = 
+}

@@ -1,0 +1,6 @@
+model "openai" "local" {
+  truncation = "midle"
+}
+model "openai" "other" {
+  truncation = "both"
+}

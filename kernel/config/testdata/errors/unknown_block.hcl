@@ -1,0 +1,2 @@
+modle "openai" "local" {}
+widget "x" {}

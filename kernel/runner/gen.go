@@ -1,0 +1,113 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/hayloft/hayloft/kernel/config"
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Rendered is one request exactly as a model would receive it: what `hayloft
+// gen` writes, for inspection and for other harnesses.
+type Rendered struct {
+	ID        string         `json:"id"`
+	Eval      string         `json:"eval"`
+	Model     string         `json:"model"`
+	Retriever string         `json:"retriever"`
+	Messages  []sdk.Message  `json:"messages"`
+	Length    int            `json:"length"`
+	Tokenizer string         `json:"tokenizer"`
+	Truncated bool           `json:"truncated,omitempty"`
+	Depth     float64        `json:"depth"`
+	Targets   []string       `json:"targets"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	Chunks    []int          `json:"chunks,omitempty"`
+}
+
+// Gen writes every rendered request of cfg's evals to w as JSON Lines,
+// without calling any model. Tasks and retrievers run as they would in Run,
+// and prompts are fitted to each model's window, so what is written is what
+// would be sent.
+func (r *Runner) Gen(ctx context.Context, cfg *config.Config, w io.Writer) error {
+	comps := newComponents(r.opts.Opener)
+	defer comps.closeAll()
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, ev := range cfg.Evals {
+		if !r.selected(ev.Name) {
+			continue
+		}
+		if err := r.genEval(ctx, ev, comps, enc); err != nil {
+			return fmt.Errorf("eval %q: %w", ev.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components, enc *json.Encoder) error {
+	taskAny, err := comps.open(ctx, ev.Task)
+	if err != nil {
+		return err
+	}
+	var models []*modelHandle
+	for _, m := range ev.Models {
+		h, err := newModelHandle(m, nil, r.opts.Opener, true)
+		if err != nil {
+			return m.Diag(err)
+		}
+		models = append(models, h)
+	}
+	retrievers := make([]sdk.Retriever, len(ev.Retrievers))
+	for i, rt := range ev.Retrievers {
+		if rt == nil {
+			continue
+		}
+		v, err := comps.open(ctx, rt)
+		if err != nil {
+			return err
+		}
+		retrievers[i] = v.(sdk.Retriever)
+	}
+	limit := ev.Limit
+	if r.opts.Limit > 0 {
+		limit = r.opts.Limit
+	}
+	for smp, err := range taskAny.(sdk.Task).Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
+		if err != nil {
+			return fmt.Errorf("%s: %w", ev.Task.Ref(), err)
+		}
+		for i, rt := range retrievers {
+			s := smp
+			var chunks []int
+			if rt != nil {
+				resp, err := rt.Retrieve(ctx, &sdk.RetrieveRequest{Sample: smp})
+				if err != nil {
+					return fmt.Errorf("%s: sample %q: %w", ev.Retrievers[i].Ref(), smp.ID, err)
+				}
+				s = smp.Clone()
+				s.Context = resp.Context
+				for _, c := range resp.Chunks {
+					chunks = append(chunks, c.ID)
+				}
+			}
+			for j, h := range models {
+				f, err := h.fit(s)
+				if err != nil {
+					return fmt.Errorf("%s: sample %q: %w", ev.Models[j].Ref(), smp.ID, err)
+				}
+				out := Rendered{
+					ID: smp.ID, Eval: ev.Name, Model: ev.Models[j].Ref(), Retriever: retrieverRef(ev.Retrievers[i]),
+					Messages: f.messages, Length: f.tokens, Tokenizer: h.enc.Name(), Truncated: f.truncated,
+					Depth: smp.Depth, Targets: smp.Targets, Metadata: smp.Metadata, Chunks: chunks,
+				}
+				if err := enc.Encode(&out); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

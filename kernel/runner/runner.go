@@ -1,0 +1,483 @@
+// Package runner executes a loaded config: for every eval it streams the
+// task's samples through retriever → prompt fitting → response cache → model →
+// journal → scorers, with bounded concurrency per model, and aggregates the
+// scores. Data flows one way; every finished response is journaled before it
+// is scored, so an interrupted run loses nothing and resumes from the cache.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hayloft/hayloft/kernel/config"
+	"github.com/hayloft/hayloft/kernel/store"
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Opener creates configured components. *pluginhost.Host is the production
+// implementation (one plugin process per component); tests may open
+// components in-process.
+type Opener interface {
+	Open(ctx context.Context, kind sdk.Kind, name, plugin string, opts sdk.Options) (any, error)
+}
+
+// Identifier is implemented by openers that know which plugin serves a
+// component and its version: both belong in the response cache key, so an
+// upgraded plugin never reuses answers of the old one.
+type Identifier interface {
+	Identify(kind sdk.Kind, name, plugin string) (pluginName, version string)
+}
+
+// Options configure a Runner.
+type Options struct {
+	Opener  Opener
+	Store   *store.Store
+	Logger  hclog.Logger
+	Version string // hayloft's version, journaled with the run
+	// Progress, when set, receives a live progress bar.
+	Progress io.Writer
+	// Limit caps samples per eval (0: the eval's own limit, or all).
+	Limit int
+	// Evals restricts the run to these eval names (empty: all).
+	Evals []string
+}
+
+// Runner runs configs. Safe to reuse; not for concurrent Run calls.
+type Runner struct {
+	opts Options
+	log  hclog.Logger
+}
+
+// New returns a Runner.
+func New(opts Options) *Runner {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Runner{opts: opts, log: log}
+}
+
+// Metric is one scorer's aggregate over one eval row.
+type Metric struct {
+	Value   float64        `json:"value"`
+	N       int            `json:"n"`
+	Invalid int            `json:"invalid"`
+	CILow   float64        `json:"ci_low"`
+	CIHigh  float64        `json:"ci_high"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// EvalResult is one row: an eval's task with one model and one retriever.
+type EvalResult struct {
+	Name      string             `json:"name"`
+	Task      string             `json:"task"`
+	Model     string             `json:"model"`
+	Retriever string             `json:"retriever"`
+	Samples   int                `json:"samples"`
+	Cached    int                `json:"cached"`
+	Errors    int                `json:"errors"`
+	Truncated int                `json:"truncated"`
+	Metrics   map[string]*Metric `json:"metrics"`
+	// Error is set when the row could not finish (a plugin crashed twice, the
+	// server is unreachable); the rows before it and the other evals stand.
+	Error string `json:"error,omitempty"`
+}
+
+// Result is a whole run.
+type Result struct {
+	RunID               string        `json:"run_id"`
+	Evals               []*EvalResult `json:"evals"`
+	OverheadUSPerSample float64       `json:"overhead_us_per_sample"`
+	Interrupted         bool          `json:"interrupted,omitempty"`
+}
+
+// Failed reports whether any row failed.
+func (r *Result) Failed() bool {
+	for _, e := range r.Evals {
+		if e.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Run executes every eval of cfg. It returns the partial result together
+// with ctx's error when interrupted; everything finished is journaled.
+func (r *Runner) Run(ctx context.Context, cfg *config.Config) (*Result, error) {
+	st := r.opts.Store
+	runID, err := st.BeginRun(ctx, store.RunInfo{ConfigPath: cfg.Path, ConfigText: string(cfg.Source), Version: r.opts.Version})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{RunID: runID}
+	comps := newComponents(r.opts.Opener)
+	defer comps.closeAll()
+
+	var kernelNS, jobs atomic.Int64
+	bar := newProgress(r.opts.Progress)
+	for _, ev := range cfg.Evals {
+		if !r.selected(ev.Name) {
+			continue
+		}
+		rows := r.runEval(ctx, runID, ev, comps, bar, &kernelNS, &jobs)
+		res.Evals = append(res.Evals, rows...)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	bar.finish()
+	if n := jobs.Load(); n > 0 {
+		res.OverheadUSPerSample = float64(kernelNS.Load()) / float64(n) / 1e3
+	}
+	status := "done"
+	switch {
+	case ctx.Err() != nil:
+		status, res.Interrupted = "interrupted", true
+	case res.Failed():
+		status = "failed"
+	}
+	// The run row must be closed even when ctx is cancelled.
+	if err := st.FinishRun(context.WithoutCancel(ctx), runID, status); err != nil {
+		r.log.Error("journal: finish run", "error", err)
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+func (r *Runner) selected(name string) bool {
+	if len(r.opts.Evals) == 0 {
+		return true
+	}
+	for _, n := range r.opts.Evals {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// row is one model × retriever combination of an eval while it runs.
+type row struct {
+	res       *EvalResult
+	model     *modelHandle
+	retriever sdk.Retriever // nil: full context
+	retrName  string
+
+	mu        sync.Mutex
+	scores    map[string][]indexedScore // by scorer ref
+	successes int
+	failures  int
+	lastErr   error
+	cancel    context.CancelCauseFunc
+	ctx       context.Context
+}
+
+type indexedScore struct {
+	seq int
+	sc  *sdk.ScoreResponse
+}
+
+type scorerHandle struct {
+	ref    string // as reported: the bare name for default scorers
+	scorer sdk.Scorer
+}
+
+func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, comps *components, bar *progress, kernelNS, jobs *atomic.Int64) []*EvalResult {
+	var rows []*row
+	fail := func(msg string) []*EvalResult {
+		r.log.Error("eval failed", "eval", ev.Name, "error", msg)
+		out := []*EvalResult{}
+		for _, m := range ev.Models {
+			for _, rt := range ev.Retrievers {
+				out = append(out, &EvalResult{Name: ev.Name, Task: ev.Task.Ref(), Model: m.Ref(), Retriever: retrieverRef(rt), Metrics: map[string]*Metric{}, Error: msg})
+			}
+		}
+		return out
+	}
+	taskAny, err := comps.open(ctx, ev.Task)
+	if err != nil {
+		return fail(err.Error())
+	}
+	task := taskAny.(sdk.Task)
+	var scorers []scorerHandle
+	for _, sc := range ev.Scorers {
+		s, err := comps.open(ctx, sc)
+		if err != nil {
+			return fail(err.Error())
+		}
+		ref := sc.Ref()
+		if sc.Name == sc.Type {
+			ref = sc.Type
+		}
+		scorers = append(scorers, scorerHandle{ref: ref, scorer: s.(sdk.Scorer)})
+	}
+	for _, m := range ev.Models {
+		mh, err := comps.model(ctx, m, r.opts.Opener)
+		for _, rt := range ev.Retrievers {
+			rw := &row{
+				res:      &EvalResult{Name: ev.Name, Task: ev.Task.Ref(), Model: m.Ref(), Retriever: retrieverRef(rt), Metrics: map[string]*Metric{}},
+				model:    mh,
+				retrName: retrieverRef(rt),
+				scores:   map[string][]indexedScore{},
+			}
+			if err != nil {
+				rw.res.Error = err.Error()
+			} else if rt != nil {
+				ra, rerr := comps.open(ctx, rt)
+				if rerr != nil {
+					rw.res.Error = rerr.Error()
+				} else {
+					rw.retriever = ra.(sdk.Retriever)
+				}
+			}
+			rw.ctx, rw.cancel = context.WithCancelCause(ctx)
+			rows = append(rows, rw)
+		}
+	}
+
+	limit := ev.Limit
+	if r.opts.Limit > 0 {
+		limit = r.opts.Limit
+	}
+	var wg sync.WaitGroup
+	seq := 0
+	var taskErr error
+	for smp, err := range task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
+		if err != nil {
+			taskErr = err
+			break
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		live := false
+		for _, rw := range rows {
+			if rw.res.Error != "" || rw.ctx.Err() != nil {
+				continue
+			}
+			live = true
+			// Acquire before spawning: the task stream is throttled to what
+			// the models can take, so memory stays bounded.
+			if err := rw.model.acquire(rw.ctx); err != nil {
+				continue
+			}
+			wg.Add(1)
+			go func(rw *row, smp *sdk.Sample, seq int) {
+				defer wg.Done()
+				defer rw.model.release()
+				t0 := time.Now()
+				wait := r.process(rw.ctx, runID, ev.Name, rw, scorers, smp, seq)
+				kernelNS.Add(int64(time.Since(t0) - wait))
+				jobs.Add(1)
+				bar.add()
+			}(rw, smp, seq)
+		}
+		seq++
+		if !live {
+			break
+		}
+		if limit > 0 && seq >= limit {
+			break
+		}
+	}
+	wg.Wait()
+	if taskErr != nil && ctx.Err() == nil {
+		msg := fmt.Sprintf("%s: %v", ev.Task.Ref(), taskErr)
+		for _, rw := range rows {
+			if rw.res.Error == "" {
+				rw.res.Error = msg
+			}
+		}
+	}
+
+	out := make([]*EvalResult, 0, len(rows))
+	for _, rw := range rows {
+		if cause := context.Cause(rw.ctx); cause != nil && rw.res.Error == "" && ctx.Err() == nil {
+			rw.res.Error = cause.Error()
+		}
+		rw.cancel(nil)
+		r.aggregate(ctx, rw, scorers)
+		out = append(out, rw.res)
+	}
+	return out
+}
+
+func retrieverRef(c *config.Component) string {
+	if c == nil {
+		return "none"
+	}
+	return c.Ref()
+}
+
+// process runs one sample through one row and returns the time spent
+// waiting for the model, which the kernel's overhead figure excludes.
+func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int) time.Duration {
+	smp := orig
+	meta := store.SampleMeta{Retriever: rw.retrName, Model: rw.res.Model}
+	if rw.retriever != nil {
+		resp, err := rw.retriever.Retrieve(ctx, &sdk.RetrieveRequest{Sample: orig})
+		if err != nil {
+			r.sampleFailed(ctx, runID, evalName, rw, orig, "", fmt.Errorf("retriever %s: %w", rw.retrName, err), true)
+			return 0
+		}
+		smp = orig.Clone()
+		smp.Context = resp.Context
+		for _, c := range resp.Chunks {
+			meta.Chunks = append(meta.Chunks, c.ID)
+		}
+	}
+	fitted, err := rw.model.fit(smp)
+	if err != nil {
+		r.sampleFailed(ctx, runID, evalName, rw, smp, "", err, false)
+		return 0
+	}
+	meta.Truncated, meta.SentTokens = fitted.truncated, fitted.tokens
+	if fitted.truncated {
+		rw.mu.Lock()
+		rw.res.Truncated++
+		rw.mu.Unlock()
+	}
+	if err := r.opts.Store.PutSample(ctx, runID, evalName, smp, meta); err != nil {
+		rw.cancel(fmt.Errorf("journal: %w", err))
+		return 0
+	}
+	req := &sdk.GenerateRequest{Messages: fitted.messages, Params: rw.model.params(smp), Sample: smp}
+	key := store.RequestKey(rw.model.identity, req)
+
+	var wait time.Duration
+	cached, hit, err := r.opts.Store.LookupResponse(ctx, key)
+	if err != nil {
+		rw.cancel(fmt.Errorf("journal: %w", err))
+		return 0
+	}
+	var text string
+	if hit {
+		text = cached.Text
+		rw.mu.Lock()
+		rw.res.Cached++
+		rw.mu.Unlock()
+	} else {
+		t0 := time.Now()
+		resp, err := rw.model.model.Generate(ctx, req)
+		wait = time.Since(t0)
+		r.journalAttempts(ctx, key, resp, err)
+		if err != nil {
+			if ctx.Err() != nil {
+				return wait // interrupted: not a failure of the sample, it is asked again on resume
+			}
+			r.sampleFailed(ctx, runID, evalName, rw, smp, key, err, isSampleError(err))
+			return wait
+		}
+		if err := r.opts.Store.PutResponse(context.WithoutCancel(ctx), key, rw.model.identity, req, resp, wait); err != nil {
+			rw.cancel(fmt.Errorf("journal: %w", err))
+			return wait
+		}
+		text = resp.Text
+	}
+	rw.mu.Lock()
+	rw.successes++
+	rw.res.Samples++
+	rw.mu.Unlock()
+
+	for _, sh := range scorers {
+		sc, err := sh.scorer.Score(ctx, &sdk.ScoreRequest{Sample: smp, Prediction: text})
+		if err != nil {
+			if ctx.Err() != nil {
+				return wait
+			}
+			if !isSampleError(err) && !errors.Is(err, sdk.ErrUnsupported) {
+				rw.cancel(fmt.Errorf("scorer %s: %w", sh.ref, err))
+				return wait
+			}
+			sc = &sdk.ScoreResponse{Invalid: true, Details: map[string]any{"error": err.Error()}}
+		}
+		if err := r.opts.Store.PutScore(context.WithoutCancel(ctx), runID, evalName, smp.ID, rw.res.Model, rw.retrName, sh.ref, sc); err != nil {
+			rw.cancel(fmt.Errorf("journal: %w", err))
+			return wait
+		}
+		rw.mu.Lock()
+		rw.scores[sh.ref] = append(rw.scores[sh.ref], indexedScore{seq, sc})
+		rw.mu.Unlock()
+	}
+	return wait
+}
+
+// isSampleError tells errors that concern one sample (the server refused it,
+// retries ran out) from errors of the component itself (a plugin that
+// crashed twice), which end the row.
+func isSampleError(err error) bool {
+	var re *sdk.RequestError
+	return errors.As(err, &re) || sdk.IsRetryable(err)
+}
+
+// maxBlindFailures ends a row whose first samples all fail: a server that is
+// down or answers garbage should stop the run with its cause, not write a
+// thousand identical failures.
+const maxBlindFailures = 3
+
+func (r *Runner) sampleFailed(ctx context.Context, runID, evalName string, rw *row, smp *sdk.Sample, key string, err error, perSample bool) {
+	r.log.Warn("sample failed", "eval", evalName, "model", rw.res.Model, "sample", smp.ID, "error", err)
+	if jerr := r.opts.Store.PutFailure(context.WithoutCancel(ctx), runID, evalName, smp.ID, key, err); jerr != nil {
+		rw.cancel(fmt.Errorf("journal: %w", jerr))
+		return
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.res.Errors++
+	rw.failures++
+	rw.lastErr = err
+	if !perSample {
+		rw.cancel(fmt.Errorf("%s: %w", rw.res.Model, err))
+		return
+	}
+	if rw.successes == 0 && rw.failures >= maxBlindFailures {
+		rw.cancel(fmt.Errorf("%s: the first %d samples all failed; last error: %w", rw.res.Model, rw.failures, err))
+	}
+}
+
+func (r *Runner) journalAttempts(ctx context.Context, key string, resp *sdk.GenerateResponse, err error) {
+	var attempts []sdk.Attempt
+	if resp != nil {
+		attempts = resp.Attempts
+	} else {
+		var ae interface{ AttemptLog() []sdk.Attempt }
+		if errors.As(err, &ae) {
+			attempts = ae.AttemptLog()
+		}
+	}
+	for i, a := range attempts {
+		if jerr := r.opts.Store.PutAttempt(context.WithoutCancel(ctx), key, i+1, a); jerr != nil {
+			r.log.Error("journal: attempt", "error", jerr)
+			return
+		}
+	}
+}
+
+// aggregate computes every scorer's eval-level metric for one row.
+func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle) {
+	for _, sh := range scorers {
+		list := rw.scores[sh.ref]
+		sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
+		scores := make([]*sdk.ScoreResponse, len(list))
+		for i, s := range list {
+			scores[i] = s.sc
+		}
+		agg, err := aggregate(context.WithoutCancel(ctx), sh.scorer, scores)
+		if err != nil {
+			r.log.Error("aggregate", "scorer", sh.ref, "error", err)
+			rw.res.Metrics[sh.ref] = &Metric{N: len(scores), Details: map[string]any{"error": err.Error()}}
+			continue
+		}
+		rw.res.Metrics[sh.ref] = &Metric{Value: agg.Value, N: agg.N, Invalid: agg.Invalid, CILow: agg.CILow, CIHigh: agg.CIHigh, Details: agg.Details}
+	}
+}

@@ -1,0 +1,156 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// ModelIdentity names what answers a request: the same messages sent to a
+// different model, server, plugin build or decoding setting may get a
+// different answer, so each of those is part of the response cache key.
+//
+// It must hold no secrets: the journal stores it in clear and shares it with
+// reports. The runner builds it from the model block's non-secret settings
+// (never the API key or auth headers); PutResponse rejects an identity whose
+// Endpoint carries user info or a credential-like query parameter, or whose
+// Extra has a credential-like key.
+type ModelIdentity struct {
+	Plugin        string `json:"plugin"`         // plugin name, e.g. "builtin"
+	PluginVersion string `json:"plugin_version"` // the plugin's Set.Version
+	Component     string `json:"component"`      // component name, e.g. "openai"
+	// Instance is the config block's label. It is journaled but not part of
+	// the key, so renaming a block keeps its cache: two blocks that differ
+	// only by name get the same answers.
+	Instance string               `json:"instance"`
+	Endpoint string               `json:"endpoint,omitempty"` // base URL, without credentials
+	Model    string               `json:"model,omitempty"`    // the server's model name
+	Params   sdk.GenerationParams `json:"params"`             // configured defaults
+	Extra    map[string]any       `json:"extra,omitempty"`    // other settings that change answers
+}
+
+// UsesSample is the Extra key a model sets (to true) when it answers from
+// GenerateRequest.Sample rather than from the rendered messages alone, as the
+// baselines do. The key then covers the sample's context, question and
+// choices too.
+const UsesSample = "uses_sample"
+
+// keyVersion is mixed into every key. Bump it when the encoding below
+// changes: old cache entries then stop matching instead of matching wrongly.
+const keyVersion = 1
+
+// keyDoc is the canonical form hashed by RequestKey. encoding/json writes
+// struct fields in declaration order and map keys sorted, so the encoding
+// does not depend on map iteration order.
+type keyDoc struct {
+	V              int                  `json:"v"`
+	Plugin         string               `json:"plugin"`
+	PluginVersion  string               `json:"plugin_version"`
+	Component      string               `json:"component"`
+	Endpoint       string               `json:"endpoint"`
+	Model          string               `json:"model"`
+	IdentityParams sdk.GenerationParams `json:"identity_params"`
+	Extra          map[string]any       `json:"extra"`
+	Messages       []sdk.Message        `json:"messages"`
+	Params         sdk.GenerationParams `json:"params"`
+	Sample         *keySample           `json:"sample,omitempty"`
+}
+
+type keySample struct {
+	Context  string   `json:"context"`
+	Question string   `json:"question"`
+	Choices  []string `json:"choices"`
+}
+
+// RequestKey returns the response cache key of req sent to id: the hex
+// SHA-256 of a canonical encoding of the identity (less Instance), the
+// rendered messages and the request's params.
+//
+// req.Sample is left out: a model that reads only the messages answers the
+// same whatever sample they came from, and the sample's ID, targets and
+// metadata must not split the cache. A model that does read the sample
+// (a baseline) sets Extra[UsesSample] = true, and then the sample's context,
+// question and choices are part of the key. Its Component already keeps its
+// keys apart from every other model's.
+//
+// The error is a value in Extra that JSON cannot encode.
+func RequestKey(id ModelIdentity, req *sdk.GenerateRequest) (string, error) {
+	doc := keyDoc{
+		V:              keyVersion,
+		Plugin:         id.Plugin,
+		PluginVersion:  id.PluginVersion,
+		Component:      id.Component,
+		Endpoint:       id.Endpoint,
+		Model:          id.Model,
+		IdentityParams: id.Params,
+		Extra:          id.Extra,
+	}
+	if req != nil {
+		doc.Messages = req.Messages
+		doc.Params = req.Params
+		if uses, _ := id.Extra[UsesSample].(bool); uses && req.Sample != nil {
+			doc.Sample = &keySample{Context: req.Sample.Context, Question: req.Sample.Question, Choices: req.Sample.Choices}
+		}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return "", fmt.Errorf("request key for model %s/%s: %w", id.Component, id.Model, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Validate reports an identity that appears to carry a credential.
+func (id ModelIdentity) Validate() error {
+	if id.Endpoint != "" {
+		u, err := url.Parse(id.Endpoint)
+		if err != nil {
+			return fmt.Errorf("model identity: endpoint: %w", err)
+		}
+		if u.User != nil {
+			return fmt.Errorf("model identity: endpoint %s carries user info; credentials must not be journaled", u.Redacted())
+		}
+		for name := range u.Query() {
+			if secretName(name) {
+				return fmt.Errorf("model identity: endpoint query parameter %q looks like a credential; credentials must not be journaled", name)
+			}
+		}
+	}
+	return checkExtra("extra", id.Extra)
+}
+
+func checkExtra(path string, m map[string]any) error {
+	for k, v := range m {
+		if secretName(k) {
+			return fmt.Errorf("model identity: %s.%s looks like a credential; credentials must not be journaled", path, k)
+		}
+		if sub, ok := v.(map[string]any); ok {
+			if err := checkExtra(path+"."+k, sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// secretName reports whether a setting's name suggests a credential
+// ("api_key", "Authorization", "access-token"), ignoring case and
+// separators. "max_tokens" and "tokenizer" are not credentials.
+func secretName(name string) bool {
+	n := strings.ToLower(strings.NewReplacer("_", "", "-", "", ".", "", " ", "").Replace(name))
+	switch n {
+	case "key", "auth", "authorization", "cookie", "sig", "signature":
+		return true
+	}
+	for _, suffix := range []string{"apikey", "token", "secret", "password", "passwd", "credential", "credentials"} {
+		if strings.HasSuffix(n, suffix) {
+			return true
+		}
+	}
+	return false
+}

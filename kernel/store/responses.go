@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// CachedResponse is a journaled successful response.
+type CachedResponse struct {
+	Key       string
+	Identity  ModelIdentity
+	Response  *sdk.GenerateResponse // Attempts is not filled in; see Attempts
+	Latency   time.Duration
+	CreatedAt time.Time
+}
+
+// journaledRequest is what the journal keeps of a request: the messages as
+// sent and the params. The sample is journaled apart (PutSample); storing it
+// here would keep every long context twice.
+type journaledRequest struct {
+	Messages []sdk.Message        `json:"messages"`
+	Params   sdk.GenerationParams `json:"params"`
+}
+
+// LookupResponse returns the cached response for key. Only successful
+// responses are cached, so a request that failed last time misses and is
+// asked again.
+func (s *Store) LookupResponse(ctx context.Context, key string) (*CachedResponse, bool, error) {
+	var (
+		c                CachedResponse
+		identity         string
+		latencyMS        float64
+		created          string
+		text, finish     string
+		prompt, complete int
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT identity, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at
+		FROM responses WHERE key = $1`, key).
+		Scan(&identity, &text, &finish, &prompt, &complete, &latencyMS, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("lookup response %s: %w", key, err)
+	}
+	if err := json.Unmarshal([]byte(identity), &c.Identity); err != nil {
+		return nil, false, fmt.Errorf("lookup response %s: identity: %w", key, err)
+	}
+	if c.CreatedAt, err = parseTime(created); err != nil {
+		return nil, false, fmt.Errorf("lookup response %s: created_at: %w", key, err)
+	}
+	c.Key = key
+	c.Latency = time.Duration(latencyMS * float64(time.Millisecond))
+	c.Response = &sdk.GenerateResponse{
+		Text:         text,
+		FinishReason: finish,
+		Usage:        sdk.Usage{PromptTokens: prompt, CompletionTokens: complete},
+	}
+	return &c, true, nil
+}
+
+// PutResponse journals a successful response under key, with resp.Attempts,
+// and returns once it is committed. The first response stored under a key
+// wins: a second one (two evals sending the same request at once) is dropped,
+// so every reader of the cache sees the same answer.
+func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, req *sdk.GenerateRequest, resp *sdk.GenerateResponse, latency time.Duration) error {
+	if err := id.Validate(); err != nil {
+		return fmt.Errorf("put response %s: %w", key, err)
+	}
+	if resp == nil {
+		return fmt.Errorf("put response %s: nil response", key)
+	}
+	identity, err := json.Marshal(id)
+	if err != nil {
+		return fmt.Errorf("put response %s: identity: %w", key, err)
+	}
+	var jr journaledRequest
+	if req != nil {
+		jr = journaledRequest{Messages: req.Messages, Params: req.Params}
+	}
+	request, err := json.Marshal(jr)
+	if err != nil {
+		return fmt.Errorf("put response %s: request: %w", key, err)
+	}
+	now := formatTime(time.Now())
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO responses
+			(key, identity, request, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (key) DO NOTHING`,
+			key, string(identity), string(request), resp.Text, resp.FinishReason,
+			resp.Usage.PromptTokens, resp.Usage.CompletionTokens, ms(latency), now)
+		if err != nil {
+			return err
+		}
+		for i, a := range resp.Attempts {
+			status := ""
+			if a.Status != 0 {
+				status = strconv.Itoa(a.Status)
+			}
+			if err := insertAttempt(ctx, tx, key, i+1, status, a.LatencyMS, a.Error, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put response %s: %w", key, err)
+	}
+	return nil
+}
+
+// Failure codes PutFailure records for errors that carry none of their own.
+const (
+	CodeRetriesExhausted = "retries_exhausted"
+	CodeCanceled         = "canceled"
+	CodeTimeout          = "timeout"
+	CodeError            = "error"
+)
+
+// Failure is a sample whose request did not get an answer.
+type Failure struct {
+	SampleID   string
+	RequestKey string
+	Code       string // sdk.RequestError's Code, or one of the Code* constants
+	Message    string
+	CreatedAt  time.Time
+}
+
+// PutFailure journals that the request for a sample failed for good in this
+// run. It is not cached: the next run asks again. A second failure of the
+// same sample in the same run replaces the first.
+func (s *Store) PutFailure(ctx context.Context, runID, evalName, sampleID, key string, failure error) error {
+	code, msg := failureCode(failure)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO failures (run_id, eval_name, sample_id, request_key, code, message, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET request_key = excluded.request_key,
+				code = excluded.code, message = excluded.message, created_at = excluded.created_at`,
+			runID, evalName, sampleID, key, code, msg, formatTime(time.Now()))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put failure %s/%s/%s: %w", runID, evalName, sampleID, err)
+	}
+	return nil
+}
+
+func failureCode(err error) (code, msg string) {
+	if err == nil {
+		return CodeError, ""
+	}
+	var re *sdk.RequestError
+	switch {
+	case errors.As(err, &re) && re.Code != "":
+		return re.Code, re.Msg
+	case sdk.IsRetryable(err):
+		return CodeRetriesExhausted, err.Error()
+	case errors.Is(err, context.Canceled):
+		return CodeCanceled, err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeTimeout, err.Error()
+	}
+	return CodeError, err.Error()
+}
+
+// Failures lists the failed samples of one eval of a run, by sample ID.
+func (s *Store) Failures(ctx context.Context, runID, evalName string) ([]Failure, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT sample_id, request_key, code, message, created_at FROM failures
+		WHERE run_id = $1 AND eval_name = $2 ORDER BY sample_id`, runID, evalName)
+	if err != nil {
+		return nil, fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
+	}
+	defer rows.Close()
+	var out []Failure
+	for rows.Next() {
+		var (
+			f       Failure
+			created string
+		)
+		if err := rows.Scan(&f.SampleID, &f.RequestKey, &f.Code, &f.Message, &created); err != nil {
+			return nil, fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
+		}
+		if f.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("failures of %s/%s: sample %s: created_at: %w", runID, evalName, f.SampleID, err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
+	}
+	return out, nil
+}
+
+// AttemptRecord is one journaled try at a request.
+type AttemptRecord struct {
+	Attempt   int
+	Status    string // HTTP status code, or a word such as "timeout"; empty if none
+	Latency   time.Duration
+	Error     string
+	CreatedAt time.Time
+}
+
+// PutAttempt journals one try at the request with key, typically one the
+// kernel's retry loop made and that failed. (The attempts a plugin reports in
+// GenerateResponse.Attempts are journaled by PutResponse.)
+func (s *Store) PutAttempt(ctx context.Context, key string, attempt int, status string, latency time.Duration, errMsg string) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return insertAttempt(ctx, tx, key, attempt, status, ms(latency), errMsg, formatTime(time.Now()))
+	})
+	if err != nil {
+		return fmt.Errorf("put attempt %d of %s: %w", attempt, key, err)
+	}
+	return nil
+}
+
+func insertAttempt(ctx context.Context, tx *sql.Tx, key string, attempt int, status string, latencyMS float64, errMsg, now string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO attempts (request_key, attempt, status, latency_ms, error, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`, key, attempt, status, latencyMS, errMsg, now)
+	return err
+}
+
+// Attempts lists every journaled try at the request with key, oldest first.
+func (s *Store) Attempts(ctx context.Context, key string) ([]AttemptRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT attempt, status, latency_ms, error, created_at FROM attempts
+		WHERE request_key = $1 ORDER BY id`, key)
+	if err != nil {
+		return nil, fmt.Errorf("attempts of %s: %w", key, err)
+	}
+	defer rows.Close()
+	var out []AttemptRecord
+	for rows.Next() {
+		var (
+			a         AttemptRecord
+			latencyMS float64
+			created   string
+		)
+		if err := rows.Scan(&a.Attempt, &a.Status, &latencyMS, &a.Error, &created); err != nil {
+			return nil, fmt.Errorf("attempts of %s: %w", key, err)
+		}
+		a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
+		if a.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("attempts of %s: created_at: %w", key, err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("attempts of %s: %w", key, err)
+	}
+	return out, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Run statuses. A run is "running" from BeginRun until FinishRun; one still
+// "running" after its process is gone was killed.
+const (
+	StatusRunning     = "running"
+	StatusDone        = "done"
+	StatusInterrupted = "interrupted"
+	StatusFailed      = "failed"
+)
+
+// RunInfo describes a run as it starts.
+type RunInfo struct {
+	ConfigPath string
+	ConfigText string // the config as read, so a report can show what ran
+	Version    string // hayloft's version
+}
+
+// Run is a journaled run.
+type Run struct {
+	ID         string
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while running
+	Status     string
+	ConfigPath string
+	ConfigText string
+	ConfigHash string // hex SHA-256 of ConfigText
+	Version    string
+}
+
+// EvalInfo describes one eval of a run: a task answered by one model,
+// optionally through a retriever, scored by a set of scorers.
+type EvalInfo struct {
+	Name      string // unique within the run
+	Task      string
+	Model     string
+	Retriever string // empty for the full-context control
+	Scorers   []string
+}
+
+// ErrNotFound is returned when a run or eval named by the caller does not exist.
+var ErrNotFound = errors.New("not found")
+
+// BeginRun journals a new run and returns its ID. IDs sort by start time:
+// the UTC start to the microsecond, then random bits so runs started in the
+// same microsecond (tests, parallel CI jobs) stay distinct.
+func (s *Store) BeginRun(ctx context.Context, info RunInfo) (string, error) {
+	now := time.Now()
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	id := now.UTC().Format("20060102T150405.000000Z") + "-" + hex.EncodeToString(rnd[:])
+	sum := sha256.Sum256([]byte(info.ConfigText))
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, started_at, status, config_path, config_text, config_hash, version)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			id, formatTime(now), StatusRunning, info.ConfigPath, info.ConfigText, hex.EncodeToString(sum[:]), info.Version)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("begin run for %s: %w", info.ConfigPath, err)
+	}
+	return id, nil
+}
+
+// FinishRun records how run ended: StatusDone, StatusInterrupted or
+// StatusFailed.
+func (s *Store) FinishRun(ctx context.Context, runID, status string) error {
+	switch status {
+	case StatusDone, StatusInterrupted, StatusFailed:
+	default:
+		return fmt.Errorf("finish run %s: status %q is not one of %q, %q, %q", runID, status, StatusDone, StatusInterrupted, StatusFailed)
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET status = $1, finished_at = $2 WHERE id = $3`,
+			status, formatTime(time.Now()), runID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// PutEval journals one eval of a run. It must precede the eval's samples,
+// scores and failures. Putting the same eval twice replaces it.
+func (s *Store) PutEval(ctx context.Context, runID string, e EvalInfo) error {
+	scorers, err := json.Marshal(nonNil(e.Scorers))
+	if err != nil {
+		return fmt.Errorf("put eval %s/%s: %w", runID, e.Name, err)
+	}
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO evals (run_id, name, task, model, retriever, scorers)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (run_id, name) DO UPDATE SET task = excluded.task, model = excluded.model,
+				retriever = excluded.retriever, scorers = excluded.scorers`,
+			runID, e.Name, e.Task, e.Model, e.Retriever, string(scorers))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put eval %s/%s: %w", runID, e.Name, err)
+	}
+	return nil
+}
+
+// Evals lists the evals of a run by name.
+func (s *Store) Evals(ctx context.Context, runID string) ([]EvalInfo, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, task, model, retriever, scorers FROM evals WHERE run_id = $1 ORDER BY name`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("evals of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []EvalInfo
+	for rows.Next() {
+		var e EvalInfo
+		var scorers string
+		if err := rows.Scan(&e.Name, &e.Task, &e.Model, &e.Retriever, &scorers); err != nil {
+			return nil, fmt.Errorf("evals of run %s: %w", runID, err)
+		}
+		if err := json.Unmarshal([]byte(scorers), &e.Scorers); err != nil {
+			return nil, fmt.Errorf("evals of run %s: eval %s: scorers: %w", runID, e.Name, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("evals of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+const runColumns = `id, started_at, finished_at, status, config_path, config_text, config_hash, version`
+
+// GetRun returns one run; the error wraps ErrNotFound if there is none.
+func (s *Store) GetRun(ctx context.Context, runID string) (*Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// Runs lists every run, newest first.
+func (s *Store) Runs(ctx context.Context) ([]*Run, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs ORDER BY id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+func scanRun(row interface{ Scan(...any) error }) (*Run, error) {
+	var (
+		r                 Run
+		started, finished sql.NullString
+	)
+	if err := row.Scan(&r.ID, &started, &finished, &r.Status, &r.ConfigPath, &r.ConfigText, &r.ConfigHash, &r.Version); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.StartedAt, err = parseTime(started.String); err != nil {
+		return nil, fmt.Errorf("run %s: started_at: %w", r.ID, err)
+	}
+	if finished.Valid {
+		if r.FinishedAt, err = parseTime(finished.String); err != nil {
+			return nil, fmt.Errorf("run %s: finished_at: %w", r.ID, err)
+		}
+	}
+	return &r, nil
+}
+
+// nonNil makes a nil slice encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// SampleMeta is what the kernel learned about a sample on its way to the
+// model, beyond the sample itself.
+type SampleMeta struct {
+	Index      int    // position in the task's stream; scores are returned in this order
+	Retriever  string // the retriever that replaced the context; empty for full context
+	Truncated  bool   // the context was cut to fit the model's window
+	SentTokens int    // context tokens actually sent
+	Chunks     []int  // ids of the chunks the retriever kept, in the order sent
+	RequestKey string // the response cache key of the sample's request
+}
+
+// SampleRecord is a journaled sample: the fields reports bucket by. The
+// context is not journaled (it is in the request the response was cached
+// with, and tasks regenerate it deterministically).
+type SampleRecord struct {
+	ID       string
+	Question string
+	Targets  []string
+	Length   sdk.Length
+	Depth    float64
+	Language string
+	Subtask  string
+	Metadata map[string]any
+	SampleMeta
+}
+
+// PutSample journals a sample of an eval. The eval must have been put first.
+// Putting the same sample twice replaces it.
+func (s *Store) PutSample(ctx context.Context, runID, evalName string, smp *sdk.Sample, meta SampleMeta) error {
+	if smp == nil {
+		return fmt.Errorf("put sample %s/%s: nil sample", runID, evalName)
+	}
+	targets, err := json.Marshal(nonNil(smp.Targets))
+	if err != nil {
+		return fmt.Errorf("put sample %s/%s/%s: targets: %w", runID, evalName, smp.ID, err)
+	}
+	metadata, err := json.Marshal(smp.Metadata)
+	if err != nil {
+		return fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
+	}
+	if smp.Metadata == nil {
+		metadata = []byte("{}")
+	}
+	chunks, err := json.Marshal(nonNil(meta.Chunks))
+	if err != nil {
+		return fmt.Errorf("put sample %s/%s/%s: chunks: %w", runID, evalName, smp.ID, err)
+	}
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO samples (run_id, eval_name, sample_id, seq, question, targets,
+				length_tokens, tokenizer, depth, language, subtask, metadata, retriever, truncated, sent_tokens, chunks, request_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET seq = excluded.seq, question = excluded.question,
+				targets = excluded.targets, length_tokens = excluded.length_tokens, tokenizer = excluded.tokenizer,
+				depth = excluded.depth, language = excluded.language, subtask = excluded.subtask,
+				metadata = excluded.metadata, retriever = excluded.retriever, truncated = excluded.truncated,
+				sent_tokens = excluded.sent_tokens, chunks = excluded.chunks, request_key = excluded.request_key`,
+			runID, evalName, smp.ID, meta.Index, smp.Question, string(targets),
+			smp.Length.Tokens, smp.Length.Tokenizer, smp.Depth, smp.Language, smp.Subtask, string(metadata),
+			meta.Retriever, meta.Truncated, meta.SentTokens, string(chunks), meta.RequestKey)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put sample %s/%s/%s: %w", runID, evalName, smp.ID, err)
+	}
+	return nil
+}
+
+// Samples lists the journaled samples of one eval of a run, in stream order.
+func (s *Store) Samples(ctx context.Context, runID, evalName string) ([]*SampleRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT sample_id, seq, question, targets, length_tokens, tokenizer, depth,
+			language, subtask, metadata, retriever, truncated, sent_tokens, chunks, request_key
+		FROM samples WHERE run_id = $1 AND eval_name = $2 ORDER BY seq, sample_id`, runID, evalName)
+	if err != nil {
+		return nil, fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	}
+	defer rows.Close()
+	var out []*SampleRecord
+	for rows.Next() {
+		var (
+			r                         SampleRecord
+			targets, metadata, chunks string
+		)
+		if err := rows.Scan(&r.ID, &r.Index, &r.Question, &targets, &r.Length.Tokens, &r.Length.Tokenizer, &r.Depth,
+			&r.Language, &r.Subtask, &metadata, &r.Retriever, &r.Truncated, &r.SentTokens, &chunks, &r.RequestKey); err != nil {
+			return nil, fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+		}
+		for _, f := range []struct {
+			name string
+			text string
+			into any
+		}{{"targets", targets, &r.Targets}, {"metadata", metadata, &r.Metadata}, {"chunks", chunks, &r.Chunks}} {
+			if f.text == "{}" || f.text == "[]" {
+				continue // leave nil, as it was put
+			}
+			if err := json.Unmarshal([]byte(f.text), f.into); err != nil {
+				return nil, fmt.Errorf("samples of %s/%s: sample %s: %s: %w", runID, evalName, r.ID, f.name, err)
+			}
+		}
+		out = append(out, &r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	}
+	return out, nil
+}
+
+// SampleScore is one sample's score under one scorer.
+type SampleScore struct {
+	SampleID string
+	Score    *sdk.ScoreResponse
+}
+
+// PutScore journals a sample's score. The eval must have been put first; the
+// sample need not have been. Putting the same score twice replaces it.
+func (s *Store) PutScore(ctx context.Context, runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) error {
+	if sc == nil {
+		return fmt.Errorf("put score %s/%s/%s/%s: nil score", runID, evalName, sampleID, scorer)
+	}
+	details := []byte("{}")
+	if sc.Details != nil {
+		var err error
+		if details, err = json.Marshal(sc.Details); err != nil {
+			return fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
+		}
+	}
+	stats, err := json.Marshal(nonNil(sc.Stats))
+	if err != nil {
+		return fmt.Errorf("put score %s/%s/%s/%s: stats: %w", runID, evalName, sampleID, scorer, err)
+	}
+	now := formatTime(time.Now())
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO scores (run_id, eval_name, sample_id, scorer, value, invalid, details, stats, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (run_id, eval_name, scorer, sample_id) DO UPDATE SET value = excluded.value,
+				invalid = excluded.invalid, details = excluded.details, stats = excluded.stats, created_at = excluded.created_at`,
+			runID, evalName, sampleID, scorer, sc.Value, sc.Invalid, string(details), string(stats), now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put score %s/%s/%s/%s: %w", runID, evalName, sampleID, scorer, err)
+	}
+	return nil
+}
+
+// Scores returns every score one scorer gave in one eval of a run, in the
+// samples' stream order (SampleMeta.Index) so aggregation is deterministic;
+// scores of samples never put come last, by sample ID.
+func (s *Store) Scores(ctx context.Context, runID, evalName, scorer string) ([]SampleScore, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT sc.sample_id, sc.value, sc.invalid, sc.details, sc.stats
+		FROM scores sc LEFT JOIN samples sa
+			ON sa.run_id = sc.run_id AND sa.eval_name = sc.eval_name AND sa.sample_id = sc.sample_id
+		WHERE sc.run_id = $1 AND sc.eval_name = $2 AND sc.scorer = $3
+		ORDER BY sa.seq IS NULL, sa.seq, sc.sample_id`, runID, evalName, scorer)
+	if err != nil {
+		return nil, fmt.Errorf("scores of %s/%s/%s: %w", runID, evalName, scorer, err)
+	}
+	defer rows.Close()
+	var out []SampleScore
+	for rows.Next() {
+		var (
+			id             string
+			sc             sdk.ScoreResponse
+			details, stats string
+		)
+		if err := rows.Scan(&id, &sc.Value, &sc.Invalid, &details, &stats); err != nil {
+			return nil, fmt.Errorf("scores of %s/%s/%s: %w", runID, evalName, scorer, err)
+		}
+		if details != "{}" {
+			if err := json.Unmarshal([]byte(details), &sc.Details); err != nil {
+				return nil, fmt.Errorf("scores of %s/%s/%s: sample %s: details: %w", runID, evalName, scorer, id, err)
+			}
+		}
+		if stats != "[]" {
+			if err := json.Unmarshal([]byte(stats), &sc.Stats); err != nil {
+				return nil, fmt.Errorf("scores of %s/%s/%s: sample %s: stats: %w", runID, evalName, scorer, id, err)
+			}
+		}
+		out = append(out, SampleScore{SampleID: id, Score: &sc})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("scores of %s/%s/%s: %w", runID, evalName, scorer, err)
+	}
+	return out, nil
+}

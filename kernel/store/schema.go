@@ -1,0 +1,175 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] takes the schema from version i to version i+1; the version
+// lives in PRAGMA user_version. Append only: a released migration is never
+// edited, because journals in the wild were built by it.
+//
+// The SQL keeps to what SQLite and PostgreSQL share where it costs nothing
+// (TEXT timestamps in one fixed UTC format, ON CONFLICT upserts, $n
+// placeholders in the statements); the DDL is SQLite's own and a PostgreSQL
+// store will carry its own list.
+var migrations = []string{
+	// 1: the initial journal.
+	`
+CREATE TABLE runs (
+	id          TEXT PRIMARY KEY,
+	started_at  TEXT NOT NULL,
+	finished_at TEXT,
+	status      TEXT NOT NULL,
+	config_path TEXT NOT NULL,
+	config_text TEXT NOT NULL,
+	config_hash TEXT NOT NULL,
+	version     TEXT NOT NULL
+);
+CREATE INDEX runs_config_hash ON runs (config_hash);
+
+CREATE TABLE evals (
+	run_id    TEXT NOT NULL REFERENCES runs (id),
+	name      TEXT NOT NULL,
+	task      TEXT NOT NULL,
+	model     TEXT NOT NULL,
+	retriever TEXT NOT NULL,
+	scorers   TEXT NOT NULL, -- JSON array of scorer names
+	PRIMARY KEY (run_id, name)
+);
+
+CREATE TABLE samples (
+	run_id        TEXT NOT NULL,
+	eval_name     TEXT NOT NULL,
+	sample_id     TEXT NOT NULL,
+	seq           INTEGER NOT NULL, -- position in the task's stream
+	question      TEXT NOT NULL,
+	targets       TEXT NOT NULL,    -- JSON array
+	length_tokens INTEGER NOT NULL,
+	tokenizer     TEXT NOT NULL,
+	depth         REAL NOT NULL,
+	language      TEXT NOT NULL,
+	subtask       TEXT NOT NULL,
+	metadata      TEXT NOT NULL,    -- JSON object
+	retriever     TEXT NOT NULL,
+	truncated     INTEGER NOT NULL,
+	sent_tokens   INTEGER NOT NULL,
+	chunks        TEXT NOT NULL,    -- JSON array of kept chunk ids
+	request_key   TEXT NOT NULL,
+	PRIMARY KEY (run_id, eval_name, sample_id),
+	FOREIGN KEY (run_id, eval_name) REFERENCES evals (run_id, name)
+);
+
+-- The response cache. It is global, not per run: a rerun of the same config
+-- finds its answers here by request key and asks the model only for the rest.
+-- Failed requests never land here, so they are retried on the next run.
+CREATE TABLE responses (
+	key               TEXT PRIMARY KEY,
+	identity          TEXT NOT NULL, -- JSON ModelIdentity
+	request           TEXT NOT NULL, -- JSON {messages, params}
+	text              TEXT NOT NULL,
+	finish_reason     TEXT NOT NULL,
+	prompt_tokens     INTEGER NOT NULL,
+	completion_tokens INTEGER NOT NULL,
+	latency_ms        REAL NOT NULL,
+	created_at        TEXT NOT NULL
+);
+
+CREATE TABLE failures (
+	run_id      TEXT NOT NULL,
+	eval_name   TEXT NOT NULL,
+	sample_id   TEXT NOT NULL,
+	request_key TEXT NOT NULL,
+	code        TEXT NOT NULL,
+	message     TEXT NOT NULL,
+	created_at  TEXT NOT NULL,
+	PRIMARY KEY (run_id, eval_name, sample_id),
+	FOREIGN KEY (run_id, eval_name) REFERENCES evals (run_id, name)
+);
+
+-- Every try at a request, successful or not, across runs.
+CREATE TABLE attempts (
+	id          INTEGER PRIMARY KEY,
+	request_key TEXT NOT NULL,
+	attempt     INTEGER NOT NULL,
+	status      TEXT NOT NULL,
+	latency_ms  REAL NOT NULL,
+	error       TEXT NOT NULL,
+	created_at  TEXT NOT NULL
+);
+CREATE INDEX attempts_request_key ON attempts (request_key);
+
+CREATE TABLE scores (
+	run_id     TEXT NOT NULL,
+	eval_name  TEXT NOT NULL,
+	sample_id  TEXT NOT NULL,
+	scorer     TEXT NOT NULL,
+	value      REAL NOT NULL,
+	invalid    INTEGER NOT NULL,
+	details    TEXT NOT NULL, -- JSON object
+	stats      TEXT NOT NULL, -- JSON array
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (run_id, eval_name, scorer, sample_id),
+	FOREIGN KEY (run_id, eval_name) REFERENCES evals (run_id, name)
+);
+
+CREATE TABLE embeddings (
+	embedder     TEXT NOT NULL,
+	chunk_sha256 BLOB NOT NULL,
+	dims         INTEGER NOT NULL,
+	vector       BLOB NOT NULL, -- little-endian float32
+	created_at   TEXT NOT NULL,
+	PRIMARY KEY (embedder, chunk_sha256)
+) WITHOUT ROWID;
+`,
+}
+
+// SchemaVersion is the journal schema this build writes.
+var SchemaVersion = len(migrations)
+
+// migrate brings the database on conn up to len(list), one transaction per
+// migration so a failure leaves the journal at the last good version. The
+// version is re-read inside the write transaction: two processes opening the
+// same new journal at once must not both run migration 1.
+func migrate(ctx context.Context, conn *sql.Conn, list []string) error {
+	for {
+		done, err := migrateOne(ctx, conn, list)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func migrateOne(ctx context.Context, conn *sql.Conn, list []string) (done bool, err error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("begin migration: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return false, fmt.Errorf("read schema version: %w", err)
+	}
+	switch {
+	case v > len(list):
+		return false, fmt.Errorf("schema version %d is newer than this hayloft understands (%d); use a newer hayloft or another journal", v, len(list))
+	case v == len(list):
+		return true, tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, list[v]); err != nil {
+		return false, fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
+	}
+	// PRAGMA takes no bound parameters; v+1 is an int we computed.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+		return false, fmt.Errorf("set schema version %d: %w", v+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("commit schema version %d: %w", v+1, err)
+	}
+	return false, nil
+}

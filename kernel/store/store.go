@@ -1,0 +1,260 @@
+// Package store is hayloft's journal: one SQLite file that makes a run
+// resumable and a crash harmless. A model's response is written the moment it
+// arrives, keyed by a hash of the request (see RequestKey), so a rerun of the
+// same config asks the model only for what is missing.
+//
+// The journal holds runs, the evals of each run, the samples each eval saw,
+// the response cache, failed samples, every model attempt, scores, and the
+// retrievers' embedding cache.
+//
+// Concurrency: a *Store is safe for use from many goroutines. Reads go through
+// a small connection pool and see every committed write (WAL mode). Writes go
+// through one writer goroutine that commits whatever has queued up in a single
+// transaction (group commit); every Put method returns only after the
+// transaction holding its rows has committed. With synchronous=NORMAL in WAL
+// mode a committed row survives the process being killed at any point; a
+// power failure may lose the last few commits, which a rerun repeats.
+//
+// Secrets: nothing written here may hold an API key. The runner builds
+// ModelIdentity from the model's non-secret settings only; PutResponse checks
+// it and refuses identities that look as if they carry credentials.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// DefaultPath is where the journal lives unless the config says otherwise,
+// relative to the working directory.
+const DefaultPath = ".hayloft/hayloft.db"
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("store: closed")
+
+// busyTimeout bounds how long a statement waits for another process holding
+// the write lock (a second hayloft run on the same journal, a report reading
+// during a checkpoint) before failing.
+const busyTimeout = 10 * time.Second
+
+// maxBatch caps one group commit. Larger batches amortise the commit further
+// but make every caller in the batch wait for all of it.
+const maxBatch = 512
+
+// Store is an open journal. Create it with Open; close it with Close.
+type Store struct {
+	path string
+	db   *sql.DB
+
+	// wconn is the writer goroutine's own connection, taken from db for the
+	// store's lifetime so writes never queue behind readers for a connection.
+	wconn   *sql.Conn
+	ops     chan *writeOp // unbuffered: a send succeeds only when the writer takes it
+	closing chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// writeOp is one caller's share of a group commit. exec may run twice (once
+// in the batch, once alone if the batch failed), so it must only issue SQL.
+type writeOp struct {
+	exec func(ctx context.Context, tx *sql.Tx) error
+	done chan error
+}
+
+// Open opens the journal at path, creating the file and its parent directory
+// if needed, and migrates it to SchemaVersion. A journal written by a newer
+// hayloft, or a file that is not an SQLite database, is an error naming the
+// file.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		path = DefaultPath
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	// One connection is the writer's; the rest serve concurrent reads, which
+	// WAL lets proceed alongside the writer.
+	conns := 1 + max(4, runtime.GOMAXPROCS(0))
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+
+	wconn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, openError(path, err)
+	}
+	if err := migrate(ctx, wconn, migrations); err != nil {
+		wconn.Close()
+		db.Close()
+		return nil, openError(path, err)
+	}
+	s := &Store{
+		path:    path,
+		db:      db,
+		wconn:   wconn,
+		ops:     make(chan *writeOp),
+		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	go s.writer()
+	return s, nil
+}
+
+// dsn builds a file: URI so that any byte in the path (a '?', a '#') is
+// escaped rather than taken for the start of the driver's parameters.
+func dsn(abs string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	// IMMEDIATE takes the write lock at BEGIN, so a transaction never fails
+	// half-way when it upgrades from reading to writing.
+	q.Add("_txlock", "immediate")
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// openError names the file in every error from opening it, and explains
+// the codes SQLite gives for a file that is not a journal at all, which
+// otherwise read as "file is not a database (26)".
+func openError(path string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("open journal %s: not an SQLite database (was another file given as the journal?): %w", path, err)
+		case sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("open journal %s: the database is corrupt: %w", path, err)
+		}
+	}
+	return fmt.Errorf("open journal %s: %w", path, err)
+}
+
+// Path returns the journal's path as given to Open.
+func (s *Store) Path() string { return s.path }
+
+// Close waits for the writes already accepted to commit, then closes the
+// journal. Calls made after Close return ErrClosed.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.closing)
+		<-s.stopped
+		err = errors.Join(s.wconn.Close(), s.db.Close())
+		if err != nil {
+			err = fmt.Errorf("close journal %s: %w", s.path, err)
+		}
+	})
+	return err
+}
+
+// write hands exec to the writer and waits until the transaction holding it
+// has committed. ctx bounds only the wait to be accepted: once the writer has
+// taken the operation it commits regardless, and the caller learns the
+// outcome, so a cancelled run never mistakes a written row for a lost one.
+func (s *Store) write(ctx context.Context, exec func(context.Context, *sql.Tx) error) error {
+	op := &writeOp{exec: exec, done: make(chan error, 1)}
+	select {
+	case s.ops <- op:
+	case <-s.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-op.done
+}
+
+func (s *Store) writer() {
+	defer close(s.stopped)
+	// The writer's context is its own: one caller's cancellation must not
+	// abort a transaction shared with others.
+	ctx := context.Background()
+	batch := make([]*writeOp, 0, maxBatch)
+	for {
+		select {
+		case op := <-s.ops:
+			batch = append(batch[:0], op)
+		case <-s.closing:
+			return
+		}
+		// Callers that arrived while the previous batch committed are blocked
+		// in send; collect them all without waiting for more.
+	collect:
+		for len(batch) < maxBatch {
+			select {
+			case op := <-s.ops:
+				batch = append(batch, op)
+			default:
+				break collect
+			}
+		}
+		s.commit(ctx, batch)
+		clear(batch)
+	}
+}
+
+// commit runs batch in one transaction. If that fails, each operation is
+// retried in a transaction of its own so one bad row (a foreign key naming an
+// unknown eval, say) fails only its own caller.
+func (s *Store) commit(ctx context.Context, batch []*writeOp) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, op := range batch {
+			if err := op.exec(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil || len(batch) == 1 {
+		for _, op := range batch {
+			op.done <- err
+		}
+		return
+	}
+	for _, op := range batch {
+		op.done <- s.inTx(ctx, op.exec)
+	}
+}
+
+func (s *Store) inTx(ctx context.Context, f func(context.Context, *sql.Tx) error) error {
+	tx, err := s.wconn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("journal %s: begin: %w", s.path, err)
+	}
+	if err := f(ctx, tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("journal %s: commit: %w", s.path, err)
+	}
+	return nil
+}
+
+// timeFormat is fixed-width so that stored times sort as text.
+const timeFormat = "2006-01-02T15:04:05.000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(timeFormat, s) }

@@ -1,0 +1,276 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// maxBody caps a response body: an embeddings batch or an echoed 128K-token
+// prompt with logprobs is a few megabytes; anything far beyond is a broken
+// server, not an answer.
+const maxBody = 256 << 20
+
+// AttemptsError is a request that failed after every attempt. Err is the
+// last attempt's error (a *sdk.RetryableError when retries ran out, a
+// *sdk.RequestError when the request can never succeed, or the context's
+// error), so errors.As sees through to it.
+type AttemptsError struct {
+	Attempts []sdk.Attempt
+	Err      error
+}
+
+func (e *AttemptsError) Error() string {
+	return fmt.Sprintf("%v (%d attempt%s)", e.Err, len(e.Attempts), plural(len(e.Attempts)))
+}
+
+func (e *AttemptsError) Unwrap() error { return e.Err }
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// transport is shared by every request of one client. A GPU server stays
+// saturated only if the kernel can hold hundreds of requests open at once,
+// and Go's default keeps just two idle connections per host, so without
+// this each burst would redial.
+func newHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0
+	t.MaxIdleConnsPerHost = 1024
+	t.MaxConnsPerHost = 0
+	t.IdleConnTimeout = 90 * time.Second
+	return &http.Client{Transport: t}
+}
+
+// doer performs HTTP requests with retries. Model, Embedder and the
+// tokenizer share it.
+type doer struct {
+	s    *settings
+	http *http.Client
+}
+
+// redact removes the API key from text that may have come from the server.
+func (d *doer) redact(s string) string {
+	if d.s.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, d.s.key, "[redacted]")
+}
+
+// do sends body (JSON) to url, retrying retryable failures with exponential
+// backoff and full jitter, and honouring Retry-After. parse receives a 2xx
+// body; its error becomes a bad_response RequestError. Every attempt is
+// returned, failed or not; on failure the error is an *AttemptsError.
+func (d *doer) do(ctx context.Context, method, url string, body any, parse func([]byte) error) ([]sdk.Attempt, error) {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return nil, fmt.Errorf("encode request for %s: %w", url, err)
+		}
+	}
+	var attempts []sdk.Attempt
+	for n := 0; ; n++ {
+		_, after, err := d.once(ctx, method, url, payload, parse, &attempts)
+		if err == nil {
+			return attempts, nil
+		}
+		if ctx.Err() != nil {
+			return attempts, &AttemptsError{Attempts: attempts, Err: fmt.Errorf("%s %s: %w", method, url, ctx.Err())}
+		}
+		if !sdk.IsRetryable(err) || n >= d.s.maxRetries {
+			return attempts, &AttemptsError{Attempts: attempts, Err: err}
+		}
+		wait := after
+		if wait <= 0 {
+			// Full jitter (AWS architecture blog): spreads retries of many
+			// concurrent requests instead of having them return in waves.
+			ceil := d.s.backoff << min(n, 30)
+			if ceil <= 0 || ceil > d.s.capped {
+				ceil = d.s.capped
+			}
+			wait = rand.N(ceil + 1)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return attempts, &AttemptsError{Attempts: attempts, Err: fmt.Errorf("%s %s: waiting to retry: %w", method, url, ctx.Err())}
+		case <-t.C:
+		}
+	}
+}
+
+// once runs a single attempt and appends it to attempts.
+func (d *doer) once(ctx context.Context, method, url string, payload []byte, parse func([]byte) error, attempts *[]sdk.Attempt) (status int, after time.Duration, err error) {
+	start := time.Now()
+	defer func() {
+		a := sdk.Attempt{Status: status, LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
+		if err != nil {
+			a.Error = d.redact(err.Error())
+		}
+		*attempts = append(*attempts, a)
+	}()
+	actx, cancel := context.WithTimeout(ctx, d.s.timeout)
+	defer cancel()
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(actx, method, url, rd)
+	if err != nil {
+		return 0, 0, fmt.Errorf("build request %s %s: %w", method, url, err)
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if d.s.key != "" {
+		req.Header.Set("Authorization", "Bearer "+d.s.key)
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return 0, 0, d.transportError(ctx, actx, method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return resp.StatusCode, 0, d.transportError(ctx, actx, method, url, fmt.Errorf("read body: %w", err))
+	}
+	if len(raw) > maxBody {
+		return resp.StatusCode, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: response larger than %d bytes", method, url, maxBody)}
+	}
+	status = resp.StatusCode
+	if status >= 200 && status < 300 {
+		if err := parse(raw); err != nil {
+			return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: d.redact(fmt.Sprintf("%s %s: %v", method, url, err))}
+		}
+		return status, 0, nil
+	}
+	code, msg := errorBody(raw)
+	msg = d.redact(fmt.Sprintf("%s %s: HTTP %d: %s", method, url, status, msg))
+	switch {
+	case status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500:
+		after = retryAfter(resp.Header, time.Now())
+		return status, after, sdk.Retryable(errors.New(msg), after)
+	case isContextLength(code, msg):
+		return status, 0, &sdk.RequestError{Code: sdk.CodeContextLength, Msg: msg}
+	default:
+		return status, 0, &sdk.RequestError{Code: sdk.CodeBadRequest, Msg: msg}
+	}
+}
+
+// transportError classifies a failure with no HTTP answer. The caller's own
+// cancellation is final; anything else (a reset, a refused connection, an
+// attempt past its timeout) may work next time.
+func (d *doer) transportError(ctx, actx context.Context, method, url string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s %s: %w", method, url, ctx.Err())
+	}
+	if actx.Err() != nil {
+		return sdk.Retryable(fmt.Errorf("%s %s: no answer within timeout %s", method, url, d.s.timeout), 0)
+	}
+	// Everything else is connection-level (refused, reset, EOF, a broken
+	// status line): a fresh connection may well succeed.
+	return sdk.Retryable(fmt.Errorf("%s %s: %w", method, url, err), 0)
+}
+
+// errorBody pulls the code and message out of an error response. OpenAI
+// and llama.cpp nest them under "error"; vLLM has used both that and a flat
+// {"object":"error","message":…} shape. Codes may be strings or numbers.
+func errorBody(raw []byte) (code, msg string) {
+	var flat struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+		Error   json.RawMessage `json:"error"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(raw, &flat) != nil {
+		return "", snippet(raw)
+	}
+	if len(flat.Error) > 0 {
+		var nested struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		if json.Unmarshal(flat.Error, &nested) == nil && nested.Message != "" {
+			return codeString(nested.Code, nested.Type), nested.Message
+		}
+		var s string
+		if json.Unmarshal(flat.Error, &s) == nil {
+			return "", s
+		}
+	}
+	if flat.Message != "" {
+		return codeString(flat.Code, flat.Type), flat.Message
+	}
+	return "", snippet(raw)
+}
+
+func codeString(raw json.RawMessage, typ string) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil && s != "" {
+		return s
+	}
+	return typ
+}
+
+func snippet(raw []byte) string {
+	s := strings.TrimSpace(string(raw))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	if s == "" {
+		return "(empty body)"
+	}
+	return s
+}
+
+// isContextLength recognises an over-long prompt in the wording of OpenAI,
+// vLLM ("maximum context length is N tokens") and llama.cpp
+// ("exceed_context_size_error", "exceeds the available context size").
+func isContextLength(code, msg string) bool {
+	if code == sdk.CodeContextLength || code == "exceed_context_size_error" {
+		return true
+	}
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "maximum context length") || strings.Contains(m, "context size") ||
+		strings.Contains(m, "context_length_exceeded") || strings.Contains(m, "longer than the maximum model length")
+}
+
+// retryAfter reads the delay a server asked for: OpenAI's retry-after-ms,
+// or the standard Retry-After in seconds or as an HTTP date.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

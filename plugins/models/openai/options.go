@@ -1,0 +1,141 @@
+package openai
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Options are the settings of an "openai" model block.
+type Options struct {
+	// BaseURL is the API root, e.g. "http://127.0.0.1:8000/v1". Required.
+	BaseURL string `json:"base_url"`
+	// Model is the served model id; empty asks the server's /v1/models for
+	// its first model during Provision.
+	Model string `json:"model"`
+	// APIKeyEnv names the environment variable holding the API key. The key
+	// itself is never accepted in a config file.
+	APIKeyEnv string `json:"api_key_env"`
+	// Timeout bounds one attempt; default "120s".
+	Timeout string `json:"timeout"`
+	// MaxRetries is how many times a retryable failure is retried; default 5.
+	MaxRetries *int `json:"max_retries"`
+	// RetryBackoff is the base of the exponential backoff (default "500ms");
+	// RetryBackoffMax caps it (default "30s"). A Retry-After wins over both.
+	RetryBackoff    string `json:"retry_backoff"`
+	RetryBackoffMax string `json:"retry_backoff_max"`
+	// Endpoint is "chat" (default) or "completions".
+	Endpoint string `json:"endpoint"`
+	// ExtraBody is merged into every generation request body; it may not set
+	// the fields the client owns (see reservedBody).
+	ExtraBody map[string]any `json:"extra_body"`
+	// Tokenizer "model" counts tokens with the server's /tokenize; anything
+	// else leaves counting to the kernel.
+	Tokenizer string `json:"tokenizer"`
+	// BatchSize is the number of texts per embeddings request; default 64.
+	BatchSize int `json:"batch_size"`
+
+	// APIKey exists only to reject a key written in the config with a
+	// message that says what to do instead.
+	APIKey json.RawMessage `json:"api_key"`
+}
+
+// reservedBody are request fields the client sets itself; decoding
+// parameters come from the eval (they are part of the cache key), so
+// extra_body must not override them behind the cache's back.
+var reservedBody = []string{"model", "messages", "prompt", "stream", "n", "echo", "logprobs",
+	"temperature", "top_p", "max_tokens", "stop", "seed", "input"}
+
+// settings are validated Options.
+type settings struct {
+	base, root      string
+	model           string
+	key             string
+	timeout         time.Duration
+	maxRetries      int
+	backoff, capped time.Duration
+	endpoint        string
+	extra           map[string]any
+	tokenizer       string
+	batch           int
+}
+
+func parseOptions(opts sdk.Options) (*settings, error) {
+	var o Options
+	if err := opts.Decode(&o); err != nil {
+		return nil, err
+	}
+	if o.APIKey != nil {
+		return nil, sdk.Configf("api_key", "an API key is never read from the config; put it in an environment variable and set api_key_env to its name")
+	}
+	s := &settings{model: o.Model, extra: o.ExtraBody, tokenizer: o.Tokenizer}
+	if o.BaseURL == "" {
+		return nil, sdk.Configf("base_url", "required, e.g. \"http://127.0.0.1:8000/v1\"")
+	}
+	u, err := url.Parse(o.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, sdk.Configf("base_url", "want an http(s) URL such as \"http://127.0.0.1:8000/v1\", got %q", o.BaseURL)
+	}
+	if u.User != nil {
+		return nil, sdk.Configf("base_url", "credentials in the URL are not accepted; use api_key_env")
+	}
+	s.base = strings.TrimRight(o.BaseURL, "/")
+	s.root = strings.TrimSuffix(s.base, "/v1")
+	if o.APIKeyEnv != "" {
+		s.key = os.Getenv(o.APIKeyEnv)
+		if s.key == "" {
+			return nil, sdk.Configf("api_key_env", "environment variable %s is empty or unset", o.APIKeyEnv)
+		}
+	}
+	durations := []struct {
+		field, val, def string
+		dst             *time.Duration
+	}{
+		{"timeout", o.Timeout, "120s", &s.timeout},
+		{"retry_backoff", o.RetryBackoff, "500ms", &s.backoff},
+		{"retry_backoff_max", o.RetryBackoffMax, "30s", &s.capped},
+	}
+	for _, d := range durations {
+		v := d.val
+		if v == "" {
+			v = d.def
+		}
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur <= 0 {
+			return nil, sdk.Configf(d.field, "want a positive duration such as %q, got %q", d.def, d.val)
+		}
+		*d.dst = dur
+	}
+	s.maxRetries = 5
+	if o.MaxRetries != nil {
+		if *o.MaxRetries < 0 {
+			return nil, sdk.Configf("max_retries", "must not be negative, got %d", *o.MaxRetries)
+		}
+		s.maxRetries = *o.MaxRetries
+	}
+	switch o.Endpoint {
+	case "", "chat":
+		s.endpoint = "chat"
+	case "completions":
+		s.endpoint = "completions"
+	default:
+		return nil, sdk.Configf("endpoint", "want \"chat\" or \"completions\", got %q", o.Endpoint)
+	}
+	for _, k := range reservedBody {
+		if _, ok := o.ExtraBody[k]; ok {
+			return nil, sdk.Configf("extra_body", "%q is set by hayloft itself (decoding parameters belong in the eval's params)", k)
+		}
+	}
+	s.batch = 64
+	if o.BatchSize < 0 {
+		return nil, sdk.Configf("batch_size", "must be positive, got %d", o.BatchSize)
+	}
+	if o.BatchSize > 0 {
+		s.batch = o.BatchSize
+	}
+	return s, nil
+}

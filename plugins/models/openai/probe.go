@@ -1,0 +1,109 @@
+package openai
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Load probes tell an adaptive limiter whether the server is queueing: a
+// queue means more concurrency only adds latency. They suit
+// limiter.Limiter.SetLoadProbe, e.g.
+//
+//	lim.SetLoadProbe(func(ctx context.Context) (int, error) { return openai.VLLMWaiting(ctx, base) })
+
+// VLLMWaiting reads vLLM's Prometheus /metrics and returns
+// vllm:num_requests_waiting summed over models. base may be the API root
+// (…/v1) or the server root.
+func VLLMWaiting(ctx context.Context, base string) (int, error) {
+	body, err := probeGet(ctx, serverRoot(base)+"/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	const name = "vllm:num_requests_waiting"
+	total, found := 0.0, false
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		rest := line[len(name):]
+		if rest != "" && rest[0] != '{' && rest[0] != ' ' {
+			continue // a longer metric name sharing the prefix
+		}
+		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("probe %s/metrics: %s: %w", serverRoot(base), name, err)
+		}
+		total += v
+		found = true
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("probe %s/metrics: %w", serverRoot(base), err)
+	}
+	if !found {
+		return 0, fmt.Errorf("probe %s/metrics: no %s (not a vLLM server?)", serverRoot(base), name)
+	}
+	return int(total), nil
+}
+
+// LlamaCppWaiting reads llama-server's /slots. It cannot see the queue
+// itself, only whether every slot is busy, so it returns 1 when all are (a
+// new request would wait) and 0 otherwise.
+func LlamaCppWaiting(ctx context.Context, base string) (int, error) {
+	body, err := probeGet(ctx, serverRoot(base)+"/slots")
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	var slots []struct {
+		IsProcessing bool `json:"is_processing"`
+	}
+	if err := json.NewDecoder(body).Decode(&slots); err != nil {
+		return 0, fmt.Errorf("probe %s/slots: decode: %w", serverRoot(base), err)
+	}
+	if len(slots) == 0 {
+		return 0, fmt.Errorf("probe %s/slots: no slots listed", serverRoot(base))
+	}
+	for _, s := range slots {
+		if !s.IsProcessing {
+			return 0, nil
+		}
+	}
+	return 1, nil
+}
+
+func serverRoot(base string) string {
+	return strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1")
+}
+
+func probeGet(ctx context.Context, url string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("probe %s: HTTP %d", url, resp.StatusCode)
+	}
+	return resp.Body, nil
+}

@@ -1,0 +1,279 @@
+package bleu
+
+import "math"
+
+// Smoothing methods, as sacrebleu's smooth_method parameter spells them.
+const (
+	SmoothExp   = "exp"
+	SmoothFloor = "floor"
+	SmoothAddK  = "add-k"
+	SmoothNone  = "none"
+)
+
+// smoothDefaults are sacrebleu's BLEU.SMOOTH_DEFAULTS: the smooth_value used
+// when none is given.
+var smoothDefaults = map[string]float64{SmoothFloor: 0.1, SmoothAddK: 1}
+
+// sacreParams are the settings compute needs.
+type sacreParams struct {
+	smoothMethod   string
+	smoothValue    float64
+	effectiveOrder bool
+	maxOrder       int
+}
+
+// Result is one BLEU computation, with sacrebleu's BLEUScore field names.
+// Score and Precisions are on sacrebleu's 0-100 scale.
+type Result struct {
+	Score      float64   `json:"score"`
+	Counts     []float64 `json:"counts"`
+	Totals     []float64 `json:"totals"`
+	Precisions []float64 `json:"precisions"`
+	BP         float64   `json:"bp"`
+	SysLen     float64   `json:"sys_len"`
+	RefLen     float64   `json:"ref_len"`
+}
+
+func (r Result) details() map[string]any {
+	return map[string]any{
+		"score":      r.Score,
+		"counts":     r.Counts,
+		"totals":     r.Totals,
+		"precisions": r.Precisions,
+		"bp":         r.BP,
+		"sys_len":    r.SysLen,
+		"ref_len":    r.RefLen,
+	}
+}
+
+// pyLog is sacrebleu's my_log: log(0) is a very negative number rather than
+// -Inf, so that a zero precision zeroes the score without NaNs.
+func pyLog(x float64) float64 {
+	if x == 0 {
+		return -9999999999
+	}
+	return math.Log(x)
+}
+
+// compute is sacrebleu's BLEU.compute_bleu over the statistics layout
+// [sys_len, ref_len, correct_1..N, total_1..N] (N = p.maxOrder).
+func compute(stats []float64, p sacreParams) Result {
+	n := p.maxOrder
+	correct := append([]float64(nil), stats[2:2+n]...)
+	total := append([]float64(nil), stats[2+n:2+2*n]...)
+	sysLen, refLen := stats[0], stats[1]
+	res := Result{Counts: correct, Totals: total, SysLen: sysLen, RefLen: refLen, Precisions: make([]float64, n)}
+
+	res.BP = 1
+	if sysLen < refLen {
+		res.BP = 0
+		if sysLen > 0 {
+			res.BP = math.Exp(1 - refLen/sysLen)
+		}
+	}
+	// sacrebleu issue #141: no matching n-gram of any order scores 0,
+	// whatever the smoothing.
+	anyMatch := false
+	for _, c := range correct {
+		if c != 0 {
+			anyMatch = true
+			break
+		}
+	}
+	if !anyMatch {
+		return res
+	}
+	smoothMteval := 1.0
+	effOrder := n
+	for i := 0; i < n; i++ {
+		if p.smoothMethod == SmoothAddK && i > 0 {
+			correct[i] += p.smoothValue
+			total[i] += p.smoothValue
+		}
+		if total[i] == 0 {
+			break
+		}
+		if p.effectiveOrder {
+			effOrder = i + 1
+		}
+		if correct[i] == 0 {
+			switch p.smoothMethod {
+			case SmoothExp:
+				smoothMteval *= 2
+				res.Precisions[i] = 100 / (smoothMteval * total[i])
+			case SmoothFloor:
+				res.Precisions[i] = 100 * p.smoothValue / total[i]
+			}
+		} else {
+			res.Precisions[i] = 100 * correct[i] / total[i]
+		}
+	}
+	var sum float64
+	for _, pr := range res.Precisions[:effOrder] {
+		sum += pyLog(pr)
+	}
+	res.Score = res.BP * math.Exp(sum/float64(effOrder))
+	return res
+}
+
+// closestRefLen is sacrebleu's _get_closest_ref_len: the reference length
+// nearest the hypothesis length, the shorter one on ties.
+func closestRefLen(hypLen int, refLens []int) int {
+	closest, diff := 0, -1
+	for _, l := range refLens {
+		d := l - hypLen
+		if d < 0 {
+			d = -d
+		}
+		if diff == -1 || d < diff {
+			diff, closest = d, l
+		} else if d == diff && l < closest {
+			closest = l
+		}
+	}
+	return closest
+}
+
+// counter extracts sacrebleu's segment statistics. N-grams are interned as
+// dense ids order by order: a unigram is its token's id, an n-gram the id of
+// the pair (id of its (n-1)-gram prefix, id of its last token). That is exact
+// (no hashing) and lets counts live in slices instead of maps keyed by
+// strings, which is most of the speed. A counter is not safe for concurrent
+// use; the scorer pools them.
+type counter struct {
+	vocab  map[string]uint32
+	orders []map[uint64]uint32 // orders[k] interns (k+1)-grams, k >= 1
+	refMax [][]int32           // per order: max count over references
+	cnt    [][]int32           // per order: scratch counts, kept zeroed
+	ids    [][]int32           // per order: ids of the current sequence
+	fields []string
+}
+
+func newCounter(maxOrder int) *counter {
+	c := &counter{
+		vocab:  map[string]uint32{},
+		orders: make([]map[uint64]uint32, maxOrder),
+		refMax: make([][]int32, maxOrder),
+		cnt:    make([][]int32, maxOrder),
+		ids:    make([][]int32, maxOrder),
+	}
+	for k := 1; k < maxOrder; k++ {
+		c.orders[k] = map[uint64]uint32{}
+	}
+	return c
+}
+
+func (c *counter) reset() {
+	clear(c.vocab)
+	for k := range c.orders {
+		if c.orders[k] != nil {
+			clear(c.orders[k])
+		}
+		c.refMax[k] = c.refMax[k][:0]
+	}
+}
+
+// sequence fills c.ids with the n-gram ids of toks. With intern false,
+// n-grams never seen in a reference get -1 and so can never match.
+func (c *counter) sequence(toks []string, intern bool) {
+	for k := range c.ids {
+		c.ids[k] = c.ids[k][:0]
+	}
+	for _, t := range toks {
+		id, ok := c.vocab[t]
+		if !ok && intern {
+			id, ok = uint32(len(c.vocab)), true
+			c.vocab[t] = id
+		}
+		if ok {
+			c.ids[0] = append(c.ids[0], int32(id))
+		} else {
+			c.ids[0] = append(c.ids[0], -1)
+		}
+	}
+	for k := 1; k < len(c.ids); k++ {
+		prev, uni := c.ids[k-1], c.ids[0]
+		for i := 0; i+k < len(uni); i++ {
+			p, last := prev[i], uni[i+k]
+			if p < 0 || last < 0 {
+				c.ids[k] = append(c.ids[k], -1)
+				continue
+			}
+			key := uint64(p)<<32 | uint64(last)
+			id, ok := c.orders[k][key]
+			if !ok && intern {
+				id, ok = uint32(len(c.orders[k])), true
+				c.orders[k][key] = id
+			}
+			if ok {
+				c.ids[k] = append(c.ids[k], int32(id))
+			} else {
+				c.ids[k] = append(c.ids[k], -1)
+			}
+		}
+	}
+}
+
+func grow(s []int32, n int) []int32 {
+	for len(s) < n {
+		s = append(s, 0)
+	}
+	return s
+}
+
+// stats returns [sys_len, ref_len, correct_1..N, total_1..N] for one
+// tokenized hypothesis and its tokenized references, as sacrebleu's
+// _compute_segment_statistics: hypothesis counts clipped by the maximum count
+// in any single reference.
+func (c *counter) stats(hyp []string, refs [][]string) []float64 {
+	n := len(c.orders)
+	c.reset()
+	refLens := make([]int, len(refs))
+	for r, ref := range refs {
+		refLens[r] = len(ref)
+		c.sequence(ref, true)
+		for k := 0; k < n; k++ {
+			size := len(c.vocab)
+			if k > 0 {
+				size = len(c.orders[k])
+			}
+			c.refMax[k] = grow(c.refMax[k], size)
+			c.cnt[k] = grow(c.cnt[k], size)
+			cnt, mx := c.cnt[k], c.refMax[k]
+			for _, id := range c.ids[k] {
+				cnt[id]++
+			}
+			for _, id := range c.ids[k] {
+				if cnt[id] > mx[id] {
+					mx[id] = cnt[id]
+				}
+			}
+			for _, id := range c.ids[k] {
+				cnt[id] = 0
+			}
+		}
+	}
+	out := make([]float64, 2+2*n)
+	out[0] = float64(len(hyp))
+	out[1] = float64(closestRefLen(len(hyp), refLens))
+	c.sequence(hyp, false)
+	for k := 0; k < n; k++ {
+		ids, cnt, mx := c.ids[k], c.cnt[k], c.refMax[k]
+		out[2+n+k] = float64(len(ids))
+		for _, id := range ids {
+			if id >= 0 {
+				cnt[id]++
+			}
+		}
+		matched := int32(0)
+		for _, id := range ids {
+			if id < 0 || cnt[id] == 0 {
+				continue
+			}
+			matched += min(cnt[id], mx[id])
+			cnt[id] = 0 // counted once per distinct n-gram
+		}
+		out[2+k] = float64(matched)
+	}
+	return out
+}

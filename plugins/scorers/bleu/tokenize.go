@@ -1,0 +1,323 @@
+package bleu
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tokenizer names, as sacrebleu's tokenize parameter spells them.
+const (
+	Tokenize13a  = "13a"
+	TokenizeZh   = "zh"
+	TokenizeChar = "char"
+	TokenizeNone = "none"
+	TokenizeIntl = "intl"
+)
+
+// tokenizeFunc turns a segment into sacrebleu's tokenized string; n-grams
+// are then taken over its whitespace-separated fields.
+type tokenizeFunc func(string) string
+
+func tokenizerFor(name string) (tokenizeFunc, bool) {
+	switch name {
+	case Tokenize13a:
+		return tokenize13a, true
+	case TokenizeZh:
+		return tokenizeZh, true
+	case TokenizeChar:
+		return tokenizeChar, true
+	case TokenizeNone:
+		return func(s string) string { return s }, true
+	case TokenizeIntl:
+		return tokenizeIntl, true
+	}
+	return nil, false
+}
+
+// pyIsSpace reports whether r is whitespace for Python's str.split() and
+// str.strip(); unlike unicode.IsSpace it includes U+001C..U+001F.
+func pyIsSpace(r rune) bool {
+	switch r {
+	case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0,
+		0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
+		return true
+	}
+	return 0x2000 <= r && r <= 0x200a
+}
+
+func pyFields(s string) []string { return strings.FieldsFunc(s, pyIsSpace) }
+
+func pyStrip(s string) string  { return strings.TrimFunc(s, pyIsSpace) }
+func pyRStrip(s string) string { return strings.TrimRightFunc(s, pyIsSpace) }
+
+// pyLower is Python's str.lower(): Go's per-rune mapping plus the two rules
+// Python adds from SpecialCasing: İ becomes "i̇", and a capital sigma at the
+// end of a word becomes final sigma ς.
+func pyLower(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range s {
+		switch r {
+		case 'İ':
+			b.WriteString("i\u0307")
+		case 'Σ':
+			if finalSigma(s, i) {
+				b.WriteRune('ς')
+			} else {
+				b.WriteRune('σ')
+			}
+		default:
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
+}
+
+// finalSigma is Unicode's Final_Sigma condition as CPython applies it: a
+// cased letter before (skipping case-ignorable characters) and none after.
+func finalSigma(s string, i int) bool {
+	before := false
+	for j := i; j > 0; {
+		r, size := utf8.DecodeLastRuneInString(s[:j])
+		j -= size
+		if caseIgnorable(r) {
+			continue
+		}
+		before = cased(r)
+		break
+	}
+	if !before {
+		return false
+	}
+	for j := i + len("Σ"); j < len(s); {
+		r, size := utf8.DecodeRuneInString(s[j:])
+		j += size
+		if caseIgnorable(r) {
+			continue
+		}
+		return !cased(r)
+	}
+	return true
+}
+
+func cased(r rune) bool {
+	return unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r) ||
+		unicode.Is(unicode.Other_Lowercase, r) || unicode.Is(unicode.Other_Uppercase, r)
+}
+
+func caseIgnorable(r rune) bool {
+	switch r {
+	case '\'', '.', ':', '^', '`', 0xb7, 0x2019, 0x2024, 0x2027:
+		return true
+	}
+	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
+}
+
+// tokenize13a is sacrebleu's Tokenizer13a (mteval-v13a): unescape a few
+// entities, join lines, pad with spaces, then the regexp rules.
+func tokenize13a(line string) string {
+	line = strings.ReplaceAll(line, "<skipped>", "")
+	line = strings.ReplaceAll(line, "-\n", "")
+	line = strings.ReplaceAll(line, "\n", " ")
+	if strings.Contains(line, "&") {
+		line = strings.ReplaceAll(line, "&quot;", `"`)
+		line = strings.ReplaceAll(line, "&amp;", "&")
+		line = strings.ReplaceAll(line, "&lt;", "<")
+		line = strings.ReplaceAll(line, "&gt;", ">")
+	}
+	return regexpRules(" " + line + " ")
+}
+
+// regexpRules is sacrebleu's TokenizerRegexp. Its four re.sub passes are
+// rewritten as byte scans; each pass consumes its match before looking for
+// the next, exactly as re.sub does, which is what decides cases like "a.,b".
+// Working on bytes is safe: every character the rules name is ASCII, and
+// UTF-8 continuation bytes are never ASCII.
+func regexpRules(line string) string {
+	// Rule 1: space out ASCII punctuation except ' , - . (and space itself).
+	b := make([]byte, 0, len(line)+len(line)/2)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if isRule1(c) {
+			b = append(b, ' ', c, ' ')
+		} else {
+			b = append(b, c)
+		}
+	}
+	// Rule 2: ([^0-9])([.,]) -> "\1 \2 ".
+	b2 := make([]byte, 0, len(b)+len(b)/4)
+	for i := 0; i < len(b); {
+		if i+1 < len(b) && !isDigit(b[i]) && (b[i+1] == '.' || b[i+1] == ',') {
+			b2 = append(b2, b[i], ' ', b[i+1], ' ')
+			i += 2
+			continue
+		}
+		b2 = append(b2, b[i])
+		i++
+	}
+	// Rule 3: ([.,])([^0-9]) -> " \1 \2".
+	b3 := b[:0]
+	b3 = slicesGrow(b3, len(b2)+len(b2)/4)
+	for i := 0; i < len(b2); {
+		if i+1 < len(b2) && (b2[i] == '.' || b2[i] == ',') && !isDigit(b2[i+1]) {
+			b3 = append(b3, ' ', b2[i], ' ', b2[i+1])
+			i += 2
+			continue
+		}
+		b3 = append(b3, b2[i])
+		i++
+	}
+	// Rule 4: ([0-9])(-) -> "\1 \2 ".
+	b4 := b2[:0]
+	b4 = slicesGrow(b4, len(b3)+len(b3)/4)
+	for i := 0; i < len(b3); {
+		if i+1 < len(b3) && isDigit(b3[i]) && b3[i+1] == '-' {
+			b4 = append(b4, b3[i], ' ', '-', ' ')
+			i += 2
+			continue
+		}
+		b4 = append(b4, b3[i])
+		i++
+	}
+	return strings.Join(pyFields(string(b4)), " ")
+}
+
+func slicesGrow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, 0, n)
+	}
+	return b
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// isRule1 is the class [\{-\~\[-\` -\&\(-\+\:-\@\/].
+func isRule1(c byte) bool {
+	return ('{' <= c && c <= '~') || ('[' <= c && c <= '`') || (' ' <= c && c <= '&') ||
+		('(' <= c && c <= '+') || (':' <= c && c <= '@') || c == '/'
+}
+
+// zhRanges are sacrebleu's _UCODE_RANGES for TokenizerZh. Two of its Python
+// literals are five hex digits after \u, which Python reads as four digits
+// and a character: ('\u20000', '\u2a6d6') compares as U+2001..U+2A6D and
+// ('\u2f800', '\u2fa1d') as U+2F81..U+2FA1. sacrebleu's scores depend on
+// that, so it is kept: U+2001..U+2A6D covers general punctuation, arrows,
+// maths operators and more.
+var zhRanges = [][2]rune{
+	{0x3400, 0x4db5},
+	{0x4e00, 0x9fa5},
+	{0x9fa6, 0x9fbb},
+	{0xf900, 0xfa2d},
+	{0xfa30, 0xfa6a},
+	{0xfa70, 0xfad9},
+	{0x2001, 0x2a6d},
+	{0x2f81, 0x2fa1},
+	{0xff00, 0xffef},
+	{0x2e80, 0x2eff},
+	{0x3000, 0x303f},
+	{0x31c0, 0x31ef},
+	{0x2f00, 0x2fdf},
+	{0x2ff0, 0x2fff},
+	{0x3100, 0x312f},
+	{0x31a0, 0x31bf},
+	{0xfe10, 0xfe1f},
+	{0xfe30, 0xfe4f},
+	{0x2600, 0x26ff},
+	{0x2700, 0x27bf},
+	{0x3200, 0x32ff},
+	{0x3300, 0x33ff},
+}
+
+func isZhChar(r rune) bool {
+	if r < 0x2001 {
+		return false
+	}
+	for _, rg := range zhRanges {
+		if rg[0] <= r && r <= rg[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// tokenizeZh is sacrebleu's TokenizerZh: strip, space out every character
+// in zhRanges, then the regexp rules (without 13a's padding).
+func tokenizeZh(line string) string {
+	line = pyStrip(line)
+	var b strings.Builder
+	b.Grow(len(line) + len(line)/2)
+	for _, r := range line {
+		if isZhChar(r) {
+			b.WriteByte(' ')
+			b.WriteRune(r)
+			b.WriteByte(' ')
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return regexpRules(b.String())
+}
+
+// tokenizeChar is sacrebleu's TokenizerChar: every character is a token.
+func tokenizeChar(line string) string {
+	var b strings.Builder
+	b.Grow(2 * len(line))
+	for i, r := range line {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// tokenizeIntl is sacrebleu's TokenizerV14International (mteval-v14
+// --international-tokenization), on Go's Unicode tables:
+// (\P{N})(\p{P}) -> "\1 \2 ", then (\p{P})(\P{N}) -> " \1 \2", then
+// (\p{S}) -> " \1 ".
+func tokenizeIntl(line string) string {
+	rs := []rune(line)
+	out := make([]rune, 0, len(rs)+len(rs)/2)
+	for i := 0; i < len(rs); {
+		if i+1 < len(rs) && !unicode.IsNumber(rs[i]) && unicode.IsPunct(rs[i+1]) {
+			out = append(out, rs[i], ' ', rs[i+1], ' ')
+			i += 2
+			continue
+		}
+		out = append(out, rs[i])
+		i++
+	}
+	rs, out = out, make([]rune, 0, len(out)+len(out)/2)
+	for i := 0; i < len(rs); {
+		if i+1 < len(rs) && unicode.IsPunct(rs[i]) && !unicode.IsNumber(rs[i+1]) {
+			out = append(out, ' ', rs[i], ' ', rs[i+1])
+			i += 2
+			continue
+		}
+		out = append(out, rs[i])
+		i++
+	}
+	var b strings.Builder
+	b.Grow(len(out) + 8)
+	for _, r := range out {
+		if unicode.IsSymbol(r) {
+			b.WriteByte(' ')
+			b.WriteRune(r)
+			b.WriteByte(' ')
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return strings.Join(pyFields(b.String()), " ")
+}

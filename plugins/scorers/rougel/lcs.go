@@ -1,0 +1,172 @@
+package rougel
+
+// Score is precision, recall and F of one comparison, under rouge_score's
+// field names.
+type Score struct {
+	Precision float64 `json:"precision"`
+	Recall    float64 `json:"recall"`
+	Fmeasure  float64 `json:"fmeasure"`
+}
+
+// fmeasure is rouge_score's scoring.fmeasure: the harmonic mean, 0 when both
+// are 0.
+func fmeasure(p, r float64) float64 {
+	if p+r > 0 {
+		return 2 * p * r / (p + r)
+	}
+	return 0
+}
+
+// weightedF is tf-text's rouge_l F: alpha in [0,1] weights precision
+// (alpha=0.5 is F1, 1 is P, 0 is R); alpha < 0 selects tensor2tensor's
+// formula with beta = P/R. A zero denominator gives 0.
+func weightedF(p, r, alpha float64) float64 {
+	if alpha < 0 {
+		beta := p / (r + 1e-12)
+		num := (1 + beta*beta) * r * p
+		den := r + beta*beta*p
+		if den == 0 {
+			return 0
+		}
+		return num / den
+	}
+	den := alpha*r + (1-alpha)*p
+	if den == 0 {
+		return 0
+	}
+	return p * r / den
+}
+
+// lcsLen returns the length of the longest common subsequence of a and b in
+// O(len(a)·len(b)) time and O(min(len(a), len(b))) memory: one row over the
+// shorter sequence. row is scratch space, grown as needed and returned.
+func lcsLen(a, b []int32, row []int32) (int, []int32) {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	if len(b) == 0 {
+		return 0, row
+	}
+	if cap(row) < len(b)+1 {
+		row = make([]int32, len(b)+1)
+	}
+	row = row[:len(b)+1]
+	clear(row)
+	for _, x := range a {
+		var diag int32 // row[j-1] of the previous row
+		left := int32(0)
+		for j, y := range b {
+			up := row[j+1]
+			cur := up
+			if x == y {
+				cur = diag + 1
+			} else if left > up {
+				cur = left
+			}
+			row[j+1] = cur
+			diag, left = up, cur
+		}
+	}
+	return int(row[len(b)]), row
+}
+
+// lcsTable is the full (len(ref)+1)×(len(can)+1) dynamic-programming table,
+// row-major, for backtracking. Only sentence pairs use it.
+func lcsTable(ref, can []int32) []int32 {
+	cols := len(can) + 1
+	t := make([]int32, (len(ref)+1)*cols)
+	for i := 1; i <= len(ref); i++ {
+		for j := 1; j <= len(can); j++ {
+			switch {
+			case ref[i-1] == can[j-1]:
+				t[i*cols+j] = t[(i-1)*cols+j-1] + 1
+			case t[(i-1)*cols+j] >= t[i*cols+j-1]:
+				t[i*cols+j] = t[(i-1)*cols+j]
+			default:
+				t[i*cols+j] = t[i*cols+j-1]
+			}
+		}
+	}
+	return t
+}
+
+// lcsRefIndices backtracks one LCS and returns its indices into ref in
+// increasing order. Which LCS is found when several exist decides union-LCS
+// scores, so the tie rule is the reference's: rouge_score moves up (i-1) on
+// ties, pltrdy/rouge moves left (j-1) (preferLeft).
+func lcsRefIndices(ref, can []int32, t []int32, preferLeft bool) []int {
+	cols := len(can) + 1
+	i, j := len(ref), len(can)
+	var rev []int
+	for i > 0 && j > 0 {
+		switch {
+		case ref[i-1] == can[j-1]:
+			rev = append(rev, i-1)
+			i--
+			j--
+		case preferLeft && !(t[(i-1)*cols+j] > t[i*cols+j-1]):
+			j--
+		case !preferLeft && t[i*cols+j-1] > t[(i-1)*cols+j]:
+			j--
+		default:
+			i--
+		}
+	}
+	for l, r := 0, len(rev)-1; l < r; l, r = l+1, r-1 {
+		rev[l], rev[r] = rev[r], rev[l]
+	}
+	return rev
+}
+
+// summaryLevel is rouge_score's _summary_level_lcs (rougeLsum): for each
+// reference sentence, the union of its LCS indices with every candidate
+// sentence; each token of that union is a hit while both sides still have
+// an unused occurrence of it (ROUGE-1.5.5's guard against double counting).
+// P = hits/candidate tokens, R = hits/reference tokens.
+func summaryLevel(refSents, canSents [][]int32) Score {
+	m, n := 0, 0
+	for _, s := range refSents {
+		m += len(s)
+	}
+	for _, s := range canSents {
+		n += len(s)
+	}
+	if len(refSents) == 0 || len(canSents) == 0 || m == 0 || n == 0 {
+		return Score{}
+	}
+	cntR := map[int32]int{}
+	cntC := map[int32]int{}
+	for _, s := range refSents {
+		for _, t := range s {
+			cntR[t]++
+		}
+	}
+	for _, s := range canSents {
+		for _, t := range s {
+			cntC[t]++
+		}
+	}
+	hits := 0
+	for _, r := range refSents {
+		union := make([]bool, len(r))
+		for _, c := range canSents {
+			for _, i := range lcsRefIndices(r, c, lcsTable(r, c), false) {
+				union[i] = true
+			}
+		}
+		for i, in := range union {
+			if !in {
+				continue
+			}
+			t := r[i]
+			if cntC[t] > 0 && cntR[t] > 0 {
+				hits++
+				cntC[t]--
+				cntR[t]--
+			}
+		}
+	}
+	p := float64(hits) / float64(n)
+	rc := float64(hits) / float64(m)
+	return Score{Precision: p, Recall: rc, Fmeasure: fmeasure(p, rc)}
+}

@@ -1,0 +1,226 @@
+// Package rougel is the ROUGE-L scorer, registered as "rougel" and (summary
+// level, one sentence per line) "rougelsum".
+//
+// By default it reproduces google-research's rouge_score (the `rouge-score`
+// PyPI package): its tokenizer, its optional NLTK Porter stemmer, its LCS and
+// summary-level union LCS, and score_multi's choice of the reference with the
+// highest F. Mode "pltrdy" reproduces the `rouge` package LongBench uses, and
+// "pltrdy_legacy" its 2017 version. Details carry rouge_score's field names:
+// precision, recall, fmeasure; Value is fmeasure.
+//
+// rouge_score's tokenizer drops every non-ASCII character, so Chinese scores 0
+// under it; tokenizer "char" makes each CJK character a token instead.
+package rougel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Names the scorers are registered under.
+const (
+	Name    = "rougel"
+	SumName = "rougelsum"
+)
+
+// Modes accepted by the mode option.
+const (
+	ModeRougeScore   = "rouge_score"
+	ModePltrdy       = "pltrdy"
+	ModePltrdyLegacy = "pltrdy_legacy"
+)
+
+// Options are the scorer's settings.
+type Options struct {
+	// Mode selects the reference implementation (ModeRougeScore by default).
+	Mode string `json:"mode"`
+	// Tokenizer is TokenizerDefault, TokenizerChar or TokenizerRouge155. In
+	// the pltrdy modes only the default (whitespace) and char apply.
+	Tokenizer string `json:"tokenizer"`
+	// UseStemmer stems tokens longer than 3 characters (rouge_score only).
+	UseStemmer bool `json:"use_stemmer"`
+	// Alpha, when set, replaces F1 with tf-text's weighted F: alpha in [0,1]
+	// weights precision, alpha < 0 is tensor2tensor's F (rouge_score only).
+	Alpha *float64 `json:"alpha"`
+}
+
+// Scorer scores ROUGE-L. It is safe for concurrent use.
+type Scorer struct {
+	opts    Options
+	summary bool
+	tok     tokenizer
+	scratch sync.Pool // *scratch
+}
+
+// scratch is per-call working memory, pooled because a scorer may see
+// millions of samples.
+type scratch struct {
+	vocab interner
+	toks  []string
+	row   []int32
+}
+
+// New builds the rougel scorer.
+func New(ctx context.Context, opts sdk.Options) (sdk.Scorer, error) {
+	return newScorer(opts, false)
+}
+
+// NewSum builds the rougelsum scorer: texts are split on newlines and scored
+// with rouge_score's summary-level union LCS.
+func NewSum(ctx context.Context, opts sdk.Options) (sdk.Scorer, error) {
+	return newScorer(opts, true)
+}
+
+func newScorer(raw sdk.Options, summary bool) (*Scorer, error) {
+	var o Options
+	if err := raw.Decode(&o); err != nil {
+		return nil, err
+	}
+	if o.Mode == "" {
+		o.Mode = ModeRougeScore
+	}
+	if o.Tokenizer == "" {
+		o.Tokenizer = TokenizerDefault
+	}
+	s := &Scorer{opts: o, summary: summary}
+	switch o.Mode {
+	case ModeRougeScore:
+		var stems *stemCache
+		if o.UseStemmer {
+			stems = newStemCache()
+		}
+		switch o.Tokenizer {
+		case TokenizerDefault:
+			s.tok = defaultTokenizer{stems: stems}
+		case TokenizerChar:
+			s.tok = charTokenizer{stems: stems}
+		case TokenizerRouge155:
+			if o.UseStemmer {
+				return nil, sdk.Configf("use_stemmer", "the %s tokenizer does not stem", TokenizerRouge155)
+			}
+			s.tok = rouge155Tokenizer{}
+		default:
+			return nil, sdk.Configf("tokenizer", "unknown tokenizer %q (want %q, %q or %q)", o.Tokenizer, TokenizerDefault, TokenizerChar, TokenizerRouge155)
+		}
+	case ModePltrdy, ModePltrdyLegacy:
+		if summary {
+			return nil, sdk.Configf("mode", "%s has no %q mode: pltrdy's ROUGE-L is already summary level; use %s", SumName, o.Mode, Name)
+		}
+		if o.Tokenizer != TokenizerDefault && o.Tokenizer != TokenizerChar {
+			return nil, sdk.Configf("tokenizer", "mode %q tokenizes on whitespace; want %q or %q, got %q", o.Mode, TokenizerDefault, TokenizerChar, o.Tokenizer)
+		}
+		if o.UseStemmer {
+			return nil, sdk.Configf("use_stemmer", "mode %q has no stemmer", o.Mode)
+		}
+		if o.Alpha != nil {
+			return nil, sdk.Configf("alpha", "mode %q has a fixed F formula", o.Mode)
+		}
+	default:
+		return nil, sdk.Configf("mode", "unknown mode %q (want %q, %q or %q)", o.Mode, ModeRougeScore, ModePltrdy, ModePltrdyLegacy)
+	}
+	s.scratch.New = func() any { return &scratch{vocab: interner{}} }
+	return s, nil
+}
+
+// Score compares the prediction with every target and keeps the score with
+// the highest F (the first on ties), as rouge_score's score_multi does.
+func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	if req == nil || req.Sample == nil {
+		return nil, fmt.Errorf("%s: request has no sample", s.name())
+	}
+	if len(req.Sample.Targets) == 0 {
+		return nil, fmt.Errorf("%s: sample %q has no targets", s.name(), req.Sample.ID)
+	}
+	best := Score{Fmeasure: -1}
+	for _, t := range req.Sample.Targets {
+		sc := s.compare(t, req.Prediction)
+		if sc.Fmeasure > best.Fmeasure {
+			best = sc
+		}
+	}
+	return &sdk.ScoreResponse{
+		Value: best.Fmeasure,
+		Details: map[string]any{
+			"precision": best.Precision,
+			"recall":    best.Recall,
+			"fmeasure":  best.Fmeasure,
+		},
+	}, nil
+}
+
+func (s *Scorer) name() string {
+	if s.summary {
+		return SumName
+	}
+	return Name
+}
+
+// compare scores one (target, prediction) pair, in rouge_score's argument
+// order.
+func (s *Scorer) compare(target, prediction string) Score {
+	switch s.opts.Mode {
+	case ModePltrdy, ModePltrdyLegacy:
+		if s.opts.Tokenizer == TokenizerChar {
+			target, prediction = spaceCJK(target), spaceCJK(prediction)
+		}
+		if s.opts.Mode == ModePltrdy {
+			return pltrdyL(prediction, target)
+		}
+		return legacyL(prediction, target)
+	}
+	sc := s.scratch.Get().(*scratch)
+	defer s.put(sc)
+	if s.summary {
+		return s.withAlpha(summaryLevel(s.sentences(sc, target), s.sentences(sc, prediction)))
+	}
+	sc.toks = s.tok.tokenize(sc.toks[:0], target)
+	ref := sc.vocab.ids(sc.toks)
+	sc.toks = s.tok.tokenize(sc.toks[:0], prediction)
+	can := sc.vocab.ids(sc.toks)
+	if len(ref) == 0 || len(can) == 0 {
+		return Score{}
+	}
+	var l int
+	l, sc.row = lcsLen(ref, can, sc.row)
+	p := float64(l) / float64(len(can))
+	r := float64(l) / float64(len(ref))
+	return s.withAlpha(Score{Precision: p, Recall: r, Fmeasure: fmeasure(p, r)})
+}
+
+func (s *Scorer) withAlpha(sc Score) Score {
+	if s.opts.Alpha != nil {
+		sc.Fmeasure = weightedF(sc.Precision, sc.Recall, *s.opts.Alpha)
+	}
+	return sc
+}
+
+// sentences splits text on newlines, dropping empty lines, and tokenizes
+// each line, as rouge_score does for rougeLsum.
+func (s *Scorer) sentences(sc *scratch, text string) [][]int32 {
+	var out [][]int32
+	start := 0
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) && text[i] != '\n' {
+			continue
+		}
+		if line := text[start:i]; line != "" {
+			sc.toks = s.tok.tokenize(sc.toks[:0], line)
+			out = append(out, sc.vocab.ids(sc.toks))
+		}
+		start = i + 1
+	}
+	return out
+}
+
+func (s *Scorer) put(sc *scratch) {
+	// A huge vocabulary from one long document is not worth keeping.
+	if len(sc.vocab) > 1<<16 {
+		sc.vocab = interner{}
+	} else {
+		clear(sc.vocab)
+	}
+	s.scratch.Put(sc)
+}

@@ -1,0 +1,184 @@
+package rougel
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tokenizer names accepted by the tokenizer option.
+const (
+	TokenizerDefault  = "default"  // rouge_score: lowercase, [a-z0-9]+ runs
+	TokenizerChar     = "char"     // each CJK character a token, other words whole
+	TokenizerRouge155 = "rouge155" // ROUGE-1.5.5 compatible, as tf-text's tests use
+)
+
+// tokenizer turns text into tokens. Implementations are safe for concurrent
+// use.
+type tokenizer interface {
+	tokenize(dst []string, text string) []string
+}
+
+// defaultTokenizer is rouge_score's tokenize.tokenize: lowercase, replace
+// every run of characters outside [a-z0-9] by a space, split, and (with a
+// stemmer) stem tokens longer than 3 characters. Everything non-ASCII is
+// dropped, CJK included; that is the reference behaviour, not an accident.
+type defaultTokenizer struct {
+	stems *stemCache // nil: no stemming
+}
+
+func (t defaultTokenizer) tokenize(dst []string, text string) []string {
+	start := -1
+	var buf []byte // only for tokens that need lowercasing
+	flush := func(end int) {
+		if start < 0 {
+			return
+		}
+		tok := text[start:end]
+		if buf != nil {
+			tok = string(buf)
+			buf = nil
+		}
+		if t.stems != nil && len(tok) > 3 {
+			tok = t.stems.stem(tok)
+		}
+		dst = append(dst, tok)
+		start = -1
+	}
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+				if buf != nil {
+					buf = append(buf, c)
+				} else if start < 0 {
+					start = i
+				}
+			case 'A' <= c && c <= 'Z':
+				if start < 0 {
+					start = i
+				}
+				if buf == nil {
+					buf = append(make([]byte, 0, 16), text[start:i]...)
+				}
+				buf = append(buf, c+('a'-'A'))
+			default:
+				flush(i)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		// Python's str.lower maps two non-ASCII letters into [a-z]: the
+		// Kelvin sign to k and dotted capital I to i (plus a combining dot,
+		// which is then a separator).
+		var low byte
+		switch r {
+		case '\u212a':
+			low = 'k'
+		case '\u0130':
+			low = 'i'
+		}
+		if low != 0 {
+			if start < 0 {
+				start = i
+			}
+			if buf == nil {
+				buf = append(make([]byte, 0, 16), text[start:i]...)
+			}
+			buf = append(buf, low)
+			if r == '\u0130' {
+				flush(i + size)
+			}
+		} else {
+			flush(i)
+		}
+		i += size
+	}
+	flush(len(text))
+	return dst
+}
+
+// charTokenizer is for Chinese and Japanese text, which the default
+// tokenizer drops entirely: each Han, Hiragana, Katakana or Hangul character
+// is a token; runs of other letters and digits are lowercased words (stemmed
+// like the default tokenizer when they are ASCII); the rest separates.
+type charTokenizer struct {
+	stems *stemCache
+}
+
+func isCJK(r rune) bool {
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
+}
+
+func (t charTokenizer) tokenize(dst []string, text string) []string {
+	var word strings.Builder
+	ascii := true
+	flush := func() {
+		if word.Len() == 0 {
+			return
+		}
+		tok := word.String()
+		if ascii && t.stems != nil && len(tok) > 3 {
+			tok = t.stems.stem(tok)
+		}
+		dst = append(dst, tok)
+		word.Reset()
+		ascii = true
+	}
+	for i, r := range text {
+		switch {
+		case isCJK(r):
+			flush()
+			dst = append(dst, text[i:i+utf8.RuneLen(r)])
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if r >= utf8.RuneSelf {
+				ascii = false
+			}
+			word.WriteRune(unicode.ToLower(r))
+		default:
+			flush()
+		}
+	}
+	flush()
+	return dst
+}
+
+// rouge155Tokenizer reproduces the tokenisation tf-text's ROUGE-L tests use
+// to compare with ROUGE-1.5.5: "-" is split off, everything outside
+// [A-Za-z0-9-] becomes a space, and only tokens starting with [a-z0-9] are
+// kept. There is no lowercasing, so capitalised words are dropped.
+type rouge155Tokenizer struct{}
+
+func (rouge155Tokenizer) tokenize(dst []string, text string) []string {
+	keep := func(tok string) {
+		if tok == "" {
+			return
+		}
+		if c := tok[0]; ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') {
+			dst = append(dst, tok)
+		}
+	}
+	start := -1
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		alnum := ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+		if alnum {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			keep(text[start:i])
+			start = -1
+		}
+		// "-" is a token of its own, and is then dropped by the filter.
+	}
+	if start >= 0 {
+		keep(text[start:])
+	}
+	return dst
+}

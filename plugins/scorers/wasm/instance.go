@@ -1,0 +1,179 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Request error codes of a guest that broke a limit or failed. The sample
+// gets the error; the run goes on with a fresh instance.
+const (
+	CodeTimeout        = "wasm_timeout"          // the call outlived the timeout option
+	CodeTrap           = "wasm_trap"             // the guest trapped, panicked or exited
+	CodeMemory         = "wasm_memory"           // the guest ran out of its memory_mb
+	CodeInputTooLarge  = "wasm_input_too_large"  // the input exceeded max_input_bytes; the guest was not called
+	CodeOutputTooLarge = "wasm_output_too_large" // the output exceeded max_output_bytes
+	CodeBadOutput      = "wasm_bad_output"       // the output was out of bounds or not the ABI's JSON
+	CodeGuestError     = "wasm_scorer_error"     // the guest returned {"error": …}
+)
+
+// Export names of the ABI (sdk/wasm/README.md).
+const (
+	exportVersion   = "hayloft_abi_version"
+	exportMalloc    = "malloc"
+	exportFree      = "free"
+	exportScore     = "score"
+	exportAggregate = "aggregate"
+)
+
+// instance is one instantiated module. It is used by one call at a time.
+type instance struct {
+	mod                      api.Module
+	malloc, free, score, agg api.Function
+	stderr                   *tailWriter
+}
+
+// instantiate starts a fresh instance of the compiled module, running its
+// _initialize under the call timeout so that a hostile initialiser is as
+// bounded as a hostile score.
+func (s *scorer) instantiate(ctx context.Context) (*instance, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	stderr := &tailWriter{log: s.glog, level: hclog.Warn}
+	stdout := &tailWriter{log: s.glog, level: hclog.Info}
+	// No WithFS, WithEnv, WithArgs, WithSysWalltime, WithSysNanotime or
+	// WithRandSource: wazero's defaults are no files, no environment, no
+	// arguments, a fake clock and a seeded random source, which keeps guests
+	// sandboxed and their results reproducible.
+	mc := wazero.NewModuleConfig().
+		WithName(""). // anonymous, so that any number of instances may coexist
+		WithStartFunctions("_initialize").
+		WithStdout(stdout).
+		WithStderr(stderr)
+	mod, err := s.rt.InstantiateModule(ctx, s.compiled, mc)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &sdk.RequestError{Code: CodeTimeout, Msg: fmt.Sprintf("module %s: _initialize ran longer than %s", s.name, s.cfg.timeout)}
+		}
+		return nil, fmt.Errorf("module %s: instantiate: %w%s", s.name, err, lastWords(stderr))
+	}
+	stdout.reset()
+	return &instance{
+		mod:    mod,
+		malloc: mod.ExportedFunction(exportMalloc),
+		free:   mod.ExportedFunction(exportFree),
+		score:  mod.ExportedFunction(exportScore),
+		agg:    mod.ExportedFunction(exportAggregate),
+		stderr: stderr,
+	}, nil
+}
+
+func (in *instance) close(ctx context.Context) {
+	_ = in.mod.Close(ctx) // the instance is being thrown away; nothing to report
+}
+
+// callError is a failed guest call. Discard tells whether the instance may
+// be in a bad state (or is already closed) and must not be reused.
+type callError struct {
+	err     error
+	discard bool
+}
+
+// call copies input into the guest, runs fn on it and returns a copy of the
+// output. Everything runs under one deadline, so a guest cannot stretch a
+// call by stalling in malloc or free.
+func (s *scorer) call(ctx context.Context, in *instance, fn api.Function, input []byte) ([]byte, *callError) {
+	callCtx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	in.stderr.reset()
+	fail := func(err error) *callError {
+		return &callError{err: s.classify(ctx, callCtx, in, fn.Definition().Name(), err), discard: true}
+	}
+	res, err := in.malloc.Call(callCtx, uint64(len(input)))
+	if err != nil {
+		return nil, fail(err)
+	}
+	inPtr := uint32(res[0])
+	if !in.mod.Memory().Write(inPtr, input) {
+		return nil, &callError{discard: true, err: &sdk.RequestError{Code: CodeBadOutput,
+			Msg: fmt.Sprintf("module %s: malloc(%d) returned %#x, outside its memory", s.name, len(input), inPtr)}}
+	}
+	res, err = fn.Call(callCtx, uint64(inPtr), uint64(len(input)))
+	if err != nil {
+		return nil, fail(err)
+	}
+	outPtr, outLen := uint32(res[0]>>32), uint32(res[0])
+	if int64(outLen) > s.cfg.MaxOutputBytes {
+		return nil, &callError{discard: true, err: &sdk.RequestError{Code: CodeOutputTooLarge,
+			Msg: fmt.Sprintf("module %s: %s returned %d bytes, over max_output_bytes %d", s.name, fn.Definition().Name(), outLen, s.cfg.MaxOutputBytes)}}
+	}
+	view, ok := in.mod.Memory().Read(outPtr, outLen)
+	if !ok {
+		return nil, &callError{discard: true, err: &sdk.RequestError{Code: CodeBadOutput,
+			Msg: fmt.Sprintf("module %s: %s returned %#x+%d, outside its memory", s.name, fn.Definition().Name(), outPtr, outLen)}}
+	}
+	// Read returns a view of guest memory, which the next call may change.
+	out := append([]byte(nil), view...)
+	for _, p := range []uint32{outPtr, inPtr} {
+		if _, err := in.free.Call(callCtx, uint64(p)); err != nil {
+			return nil, fail(err)
+		}
+	}
+	return out, nil
+}
+
+// classify turns a failed guest call into the error recorded for the sample.
+// Cancellation of the caller's own context is passed through unchanged: the
+// run is stopping, and the sample was not at fault.
+func (s *scorer) classify(parent, callCtx context.Context, in *instance, fn string, err error) error {
+	if parent.Err() != nil {
+		return fmt.Errorf("module %s: %s: %w", s.name, fn, context.Cause(parent))
+	}
+	if errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return &sdk.RequestError{Code: CodeTimeout, Msg: fmt.Sprintf("module %s: %s ran longer than the timeout %s", s.name, fn, s.cfg.timeout)}
+	}
+	words := lastWords(in.stderr)
+	if s.outOfMemory(in) {
+		return &sdk.RequestError{Code: CodeMemory, Msg: fmt.Sprintf("module %s: %s ran out of memory (memory at %d of %d MiB): %v%s",
+			s.name, fn, in.mod.Memory().Size()>>20, s.cfg.MemoryMB, err, words)}
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return &sdk.RequestError{Code: CodeTrap, Msg: fmt.Sprintf("module %s: %s exited with code %d%s", s.name, fn, exit.ExitCode(), words)}
+	}
+	return &sdk.RequestError{Code: CodeTrap, Msg: fmt.Sprintf("module %s: %s trapped: %v%s", s.name, fn, err, words)}
+}
+
+// outOfMemory guesses whether a failure came from the memory limit. wazero
+// refuses memory.grow past the limit without telling the host, so the signs
+// are indirect: Go's runtime says "out of memory" before it exits, and a
+// guest whose memory has reached the limit most likely failed to grow it.
+func (s *scorer) outOfMemory(in *instance) bool {
+	if strings.Contains(strings.ToLower(in.stderr.String()), "out of memory") {
+		return true
+	}
+	mem := in.mod.Memory()
+	return mem != nil && uint64(mem.Size()) >= uint64(s.cfg.MemoryMB)<<20
+}
+
+// lastWords formats the end of a guest's standard error for an error message.
+func lastWords(w *tailWriter) string {
+	t := w.String()
+	if t == "" {
+		return ""
+	}
+	const max = 1024
+	if len(t) > max {
+		t = "…" + t[len(t)-max:]
+	}
+	return "\n" + t
+}

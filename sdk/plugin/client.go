@@ -1,0 +1,233 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/hayloft/hayloft/sdk"
+	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
+)
+
+// Info describes a configured remote component.
+type Info struct {
+	Kind         sdk.Kind
+	Name         string
+	Plugin       string // the plugin's Set name
+	Version      string // the plugin's Set version
+	Protocol     string
+	Capabilities []string // CapAggregator, CapTokenizer, ...
+}
+
+// Has reports whether the component implements the optional interface cap.
+func (i Info) Has(cap string) bool { return slices.Contains(i.Capabilities, cap) }
+
+// Component is the host side of one configured remote component. The value
+// Configure returns is also the kind's SDK interface: a *TaskClient
+// (sdk.Task), *ModelClient (sdk.Model, sdk.Tokenizer), *ScorerClient
+// (sdk.Scorer, sdk.Aggregator) or *RetrieverClient (sdk.Retriever). Optional
+// methods the remote component lacks return an error wrapping
+// sdk.ErrUnsupported.
+type Component interface {
+	Info() Info
+	// Validate runs the component's sdk.Validator, if it has one.
+	Validate(ctx context.Context) error
+	// Close releases the remote component (its io.Closer). It does not end
+	// the plugin process: whoever started the process does that.
+	Close() error
+}
+
+// Configure builds kind/name with opts in the plugin at the other end of
+// conn and returns its client. Option errors come back as *sdk.ConfigError.
+func Configure(ctx context.Context, conn grpc.ClientConnInterface, kind sdk.Kind, name string, opts sdk.Options) (Component, error) {
+	r := remote{lc: pb.NewLifecycleClient(conn)}
+	resp, err := r.lc.Configure(ctx, &pb.ConfigureRequest{
+		Kind:        string(kind),
+		Name:        name,
+		OptionsJson: opts,
+		Protocol:    Protocol,
+	})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	if resp.GetProtocol() != Protocol {
+		return nil, fmt.Errorf("plugin %q speaks %s, this hayloft speaks %s", resp.GetPluginName(), resp.GetProtocol(), Protocol)
+	}
+	r.info = Info{
+		Kind:         kind,
+		Name:         name,
+		Plugin:       resp.GetPluginName(),
+		Version:      resp.GetPluginVersion(),
+		Protocol:     resp.GetProtocol(),
+		Capabilities: resp.GetCapabilities(),
+	}
+	switch kind {
+	case sdk.KindTask:
+		return &TaskClient{remote: r, c: pb.NewTaskClient(conn)}, nil
+	case sdk.KindModel:
+		return &ModelClient{remote: r, c: pb.NewModelClient(conn)}, nil
+	case sdk.KindScorer:
+		return &ScorerClient{remote: r, c: pb.NewScorerClient(conn)}, nil
+	case sdk.KindRetriever:
+		return &RetrieverClient{remote: r, c: pb.NewRetrieverClient(conn)}, nil
+	}
+	// The plugin accepted a kind we cannot speak to; release it.
+	_, _ = r.lc.Close(ctx, &pb.CloseRequest{})
+	return nil, fmt.Errorf("configure %s %q: unknown kind: %w", kind, name, sdk.ErrUnsupported)
+}
+
+// closeTimeout bounds Close, which has no context of its own.
+const closeTimeout = 10 * time.Second
+
+type remote struct {
+	lc   pb.LifecycleClient
+	info Info
+}
+
+func (r *remote) Info() Info { return r.info }
+
+func (r *remote) Validate(ctx context.Context) error {
+	_, err := r.lc.Validate(ctx, &pb.ValidateRequest{})
+	return fromStatus(ctx, err)
+}
+
+func (r *remote) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	_, err := r.lc.Close(ctx, &pb.CloseRequest{})
+	return fromStatus(ctx, err)
+}
+
+// TaskClient is a remote sdk.Task.
+type TaskClient struct {
+	remote
+	c pb.TaskClient
+}
+
+// Samples streams the remote task's samples. Stopping early (yield returning
+// false) or cancelling ctx cancels the stream, which stops the remote task.
+func (t *TaskClient) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*sdk.Sample, error] {
+	return func(yield func(*sdk.Sample, error) bool) {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var limit int64
+		if req != nil {
+			limit = int64(req.Limit)
+		}
+		stream, err := t.c.Samples(sctx, &pb.SamplesRequest{Limit: limit})
+		if err != nil {
+			yield(nil, fromStatus(ctx, err))
+			return
+		}
+		for {
+			msg, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, fromStatus(ctx, err))
+				return
+			}
+			if e := msg.GetError(); e != nil {
+				if !yield(nil, errorFromProto(e)) {
+					return
+				}
+				continue
+			}
+			s, err := sampleFromProto(msg.GetSample())
+			if err == nil && s == nil {
+				err = errors.New("plugin sent an empty stream message")
+			}
+			if !yield(s, err) {
+				return
+			}
+		}
+	}
+}
+
+// ModelClient is a remote sdk.Model and sdk.Tokenizer.
+type ModelClient struct {
+	remote
+	c pb.ModelClient
+}
+
+func (m *ModelClient) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	p, err := generateRequestToProto(req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.c.Generate(ctx, p)
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return generateResponseFromProto(resp), nil
+}
+
+// Tokenize returns an error wrapping sdk.ErrUnsupported when the remote
+// model is not an sdk.Tokenizer.
+func (m *ModelClient) Tokenize(ctx context.Context, req *sdk.TokenizeRequest) (*sdk.TokenizeResponse, error) {
+	resp, err := m.c.Tokenize(ctx, &pb.TokenizeRequest{Texts: req.Texts})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return tokenizeResponseFromProto(resp), nil
+}
+
+// ScorerClient is a remote sdk.Scorer and sdk.Aggregator.
+type ScorerClient struct {
+	remote
+	c pb.ScorerClient
+}
+
+func (s *ScorerClient) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	smp, err := sampleToProto(req.Sample)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.c.Score(ctx, &pb.ScoreRequest{Sample: smp, Prediction: req.Prediction})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return scoreResponseFromProto(resp)
+}
+
+// Aggregate returns an error wrapping sdk.ErrUnsupported when the remote
+// scorer is not an sdk.Aggregator; the caller then falls back to the mean.
+func (s *ScorerClient) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	p := &pb.AggregateRequest{Scores: make([]*pb.ScoreResponse, len(req.Scores))}
+	for i, sc := range req.Scores {
+		var err error
+		if p.Scores[i], err = scoreResponseToProto(sc); err != nil {
+			return nil, fmt.Errorf("score %d: %w", i, err)
+		}
+	}
+	resp, err := s.c.Aggregate(ctx, p)
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return aggregateResponseFromProto(resp)
+}
+
+// RetrieverClient is a remote sdk.Retriever.
+type RetrieverClient struct {
+	remote
+	c pb.RetrieverClient
+}
+
+func (r *RetrieverClient) Retrieve(ctx context.Context, req *sdk.RetrieveRequest) (*sdk.RetrieveResponse, error) {
+	smp, err := sampleToProto(req.Sample)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.c.Retrieve(ctx, &pb.RetrieveRequest{Sample: smp})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return retrieveResponseFromProto(resp)
+}

@@ -1,0 +1,97 @@
+package plugin
+
+import (
+	"context"
+	"strconv"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+)
+
+// ProtocolVersion is the version of the hayloft plugin protocol this SDK
+// speaks; Protocol is its name as plugins describe it.
+const (
+	ProtocolVersion = 1
+	Protocol        = "hayloft.plugin.v1"
+)
+
+// MaxMessageSize bounds one gRPC message either way. A 1M-token context is
+// about 4 MB of text and a sample may be sent with its context and its
+// rendered messages, so this leaves a wide margin.
+const MaxMessageSize = 256 << 20
+
+// Names of the optional interfaces a configured component reports.
+const (
+	CapAggregator = "aggregator"
+	CapTokenizer  = "tokenizer"
+	CapValidator  = "validator"
+	CapCloser     = "closer"
+)
+
+// PluginKey is the name under which the component is dispensed over
+// go-plugin.
+const PluginKey = "component"
+
+const (
+	magicCookieKey   = "HAYLOFT_PLUGIN"
+	magicCookieValue = "4c1d0e5b-hayloft-plugin-1b7f"
+)
+
+// protocolVersionOverride lets protocol tests build a plugin that speaks
+// another version: go build -ldflags "-X
+// github.com/hayloft/hayloft/sdk/plugin.protocolVersionOverride=2". Only the
+// plugin side reads it; the host always speaks ProtocolVersion.
+var protocolVersionOverride string
+
+func servedVersion() int {
+	if v, err := strconv.Atoi(protocolVersionOverride); err == nil && v > 0 {
+		return v
+	}
+	return ProtocolVersion
+}
+
+func protocolName() string { return ProtocolName(servedVersion()) }
+
+// ProtocolName names protocol version v, e.g. "hayloft.plugin.v1".
+func ProtocolName(v int) string { return "hayloft.plugin.v" + strconv.Itoa(v) }
+
+// Handshake is the go-plugin handshake a host uses to start a plugin.
+func Handshake() goplugin.HandshakeConfig {
+	return goplugin.HandshakeConfig{
+		ProtocolVersion:  ProtocolVersion,
+		MagicCookieKey:   magicCookieKey,
+		MagicCookieValue: magicCookieValue,
+	}
+}
+
+// ClientPlugins is the go-plugin plugin set a host passes in
+// ClientConfig.Plugins; dispensing PluginKey yields a *grpc.ClientConn to
+// hand to Configure.
+func ClientPlugins() goplugin.PluginSet {
+	return goplugin.PluginSet{PluginKey: &grpcPlugin{}}
+}
+
+// DialOptions are the gRPC client options matching ServerOptions; a host
+// passes them in ClientConfig.GRPCDialOptions.
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(
+		grpc.MaxCallRecvMsgSize(MaxMessageSize),
+		grpc.MaxCallSendMsgSize(MaxMessageSize),
+	)}
+}
+
+// grpcPlugin adapts Server to go-plugin. The interface knows nothing of RPC;
+// this is the shim.
+type grpcPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	server *Server // nil on the host side
+}
+
+func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, g *grpc.Server) error {
+	p.server.Register(g)
+	return nil
+}
+
+func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	return conn, nil
+}

@@ -1,0 +1,327 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/hayloft/hayloft/sdk"
+	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
+)
+
+// Server is the plugin side of the protocol: it builds one component from a
+// Set on Configure and answers the kind's service with it. A Server holds at
+// most one component; a second Configure is refused.
+type Server struct {
+	set    *sdk.Set
+	logger hclog.Logger
+	// kind and name, when set, restrict Configure to the one component the
+	// process was started for.
+	kind sdk.Kind
+	name string
+
+	mu    sync.RWMutex
+	comp  any
+	ckind sdk.Kind
+}
+
+// NewServer returns a Server for any component of set. A nil logger discards.
+func NewServer(set *sdk.Set, logger hclog.Logger) *Server {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &Server{set: set, logger: logger}
+}
+
+// Register adds the protocol's services to g.
+func (s *Server) Register(g grpc.ServiceRegistrar) {
+	pb.RegisterLifecycleServer(g, lifecycleServer{s: s})
+	pb.RegisterTaskServer(g, taskServer{s: s})
+	pb.RegisterModelServer(g, modelServer{s: s})
+	pb.RegisterScorerServer(g, scorerServer{s: s})
+	pb.RegisterRetrieverServer(g, retrieverServer{s: s})
+}
+
+// ServerOptions are the gRPC server options every hayloft plugin server
+// needs: message limits that fit a 1M-token context, and interceptors that
+// turn a panic in component code into an error instead of a dead process.
+func ServerOptions(logger hclog.Logger) []grpc.ServerOption {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxMessageSize),
+		grpc.MaxSendMsgSize(MaxMessageSize),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+			defer recoverPanic(logger, info.FullMethod, &err)
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+			defer recoverPanic(logger, info.FullMethod, &err)
+			return h(srv, ss)
+		}),
+	}
+}
+
+func recoverPanic(logger hclog.Logger, method string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	logger.Error("panic in component", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	*err = protoStatus(&pb.Error{Kind: pb.Error_KIND_PANIC, Message: fmt.Sprintf("panic in plugin component (%s): %v", method, r)})
+}
+
+// component returns the configured component if it is of kind.
+func (s *Server) component(kind sdk.Kind) (any, error) {
+	s.mu.RLock()
+	c, k := s.comp, s.ckind
+	s.mu.RUnlock()
+	if c == nil {
+		return nil, status.Error(codes.FailedPrecondition, "plugin component not configured: call Configure first")
+	}
+	if k != kind {
+		return nil, status.Errorf(codes.Unimplemented, "the configured component is a %s, not a %s", k, kind)
+	}
+	return c, nil
+}
+
+type lifecycleServer struct {
+	pb.UnimplementedLifecycleServer
+	s *Server
+}
+
+func (l lifecycleServer) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
+	s := l.s
+	proto := protocolName()
+	if req.GetProtocol() != "" && req.GetProtocol() != proto {
+		return nil, status.Errorf(codes.FailedPrecondition, "plugin %q speaks %s, this hayloft speaks %s", s.set.Name, proto, req.GetProtocol())
+	}
+	kind, name := sdk.Kind(req.GetKind()), req.GetName()
+	if s.kind != "" && (kind != s.kind || name != s.name) {
+		return nil, status.Errorf(codes.FailedPrecondition, "this process serves %s %q, not %s %q", s.kind, s.name, kind, name)
+	}
+	if !s.set.Has(kind, name) {
+		return nil, toStatus(fmt.Errorf("plugin %q has no %s %q: %w", s.set.Name, kind, name, sdk.ErrUnsupported))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.comp != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "plugin component already configured as %s", s.ckind)
+	}
+	c, err := s.set.New(ctx, kind, name, sdk.Options(req.GetOptionsJson()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.comp, s.ckind = c, kind
+	s.logger.Debug("configured", "kind", kind, "name", name)
+	return &pb.ConfigureResponse{
+		PluginName:    s.set.Name,
+		PluginVersion: s.set.Version,
+		Protocol:      proto,
+		Capabilities:  Capabilities(c),
+	}, nil
+}
+
+// Capabilities names the optional interfaces c implements (CapAggregator,
+// CapTokenizer, ...), so a host can tell "not supported" without a failing
+// call.
+func Capabilities(c any) []string {
+	var caps []string
+	if _, ok := c.(sdk.Aggregator); ok {
+		caps = append(caps, CapAggregator)
+	}
+	if _, ok := c.(sdk.Tokenizer); ok {
+		caps = append(caps, CapTokenizer)
+	}
+	if _, ok := c.(sdk.Validator); ok {
+		caps = append(caps, CapValidator)
+	}
+	if _, ok := c.(io.Closer); ok {
+		caps = append(caps, CapCloser)
+	}
+	return caps
+}
+
+func (l lifecycleServer) Validate(ctx context.Context, _ *pb.ValidateRequest) (*pb.ValidateResponse, error) {
+	l.s.mu.RLock()
+	c := l.s.comp
+	l.s.mu.RUnlock()
+	if c == nil {
+		return nil, status.Error(codes.FailedPrecondition, "plugin component not configured: call Configure first")
+	}
+	if v, ok := c.(sdk.Validator); ok {
+		if err := v.Validate(ctx); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &pb.ValidateResponse{}, nil
+}
+
+func (l lifecycleServer) Close(context.Context, *pb.CloseRequest) (*pb.CloseResponse, error) {
+	s := l.s
+	s.mu.Lock()
+	c := s.comp
+	s.comp, s.ckind = nil, ""
+	s.mu.Unlock()
+	if cl, ok := c.(io.Closer); ok {
+		if err := cl.Close(); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &pb.CloseResponse{}, nil
+}
+
+type taskServer struct {
+	pb.UnimplementedTaskServer
+	s *Server
+}
+
+func (t taskServer) Samples(req *pb.SamplesRequest, stream grpc.ServerStreamingServer[pb.SamplesResponse]) error {
+	c, err := t.s.component(sdk.KindTask)
+	if err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	for smp, err := range c.(sdk.Task).Samples(ctx, &sdk.SamplesRequest{Limit: int(req.GetLimit())}) {
+		var msg pb.SamplesResponse
+		if err == nil {
+			msg.Sample, err = sampleToProto(smp)
+		}
+		if err != nil {
+			msg.Error = errorToProto(err)
+		}
+		if err := stream.Send(&msg); err != nil {
+			// The host stopped reading (early stop or cancellation); breaking
+			// out of the loop makes the task's yield return false.
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+type modelServer struct {
+	pb.UnimplementedModelServer
+	s *Server
+}
+
+func (m modelServer) Generate(ctx context.Context, req *pb.GenerateRequest) (*pb.GenerateResponse, error) {
+	c, err := m.s.component(sdk.KindModel)
+	if err != nil {
+		return nil, err
+	}
+	r, err := generateRequestFromProto(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := c.(sdk.Model).Generate(ctx, r)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, status.Error(codes.Internal, "model returned neither a response nor an error")
+	}
+	return generateResponseToProto(resp), nil
+}
+
+func (m modelServer) Tokenize(ctx context.Context, req *pb.TokenizeRequest) (*pb.TokenizeResponse, error) {
+	c, err := m.s.component(sdk.KindModel)
+	if err != nil {
+		return nil, err
+	}
+	tk, ok := c.(sdk.Tokenizer)
+	if !ok {
+		return nil, toStatus(fmt.Errorf("model has no tokenizer: %w", sdk.ErrUnsupported))
+	}
+	resp, err := tk.Tokenize(ctx, &sdk.TokenizeRequest{Texts: req.GetTexts()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, status.Error(codes.Internal, "tokenizer returned neither a response nor an error")
+	}
+	return tokenizeResponseToProto(resp), nil
+}
+
+type scorerServer struct {
+	pb.UnimplementedScorerServer
+	s *Server
+}
+
+func (sc scorerServer) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.ScoreResponse, error) {
+	c, err := sc.s.component(sdk.KindScorer)
+	if err != nil {
+		return nil, err
+	}
+	smp, err := sampleFromProto(req.GetSample())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := c.(sdk.Scorer).Score(ctx, &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, status.Error(codes.Internal, "scorer returned neither a response nor an error")
+	}
+	out, err := scoreResponseToProto(resp)
+	return out, toStatus(err)
+}
+
+func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.AggregateResponse, error) {
+	c, err := sc.s.component(sdk.KindScorer)
+	if err != nil {
+		return nil, err
+	}
+	ag, ok := c.(sdk.Aggregator)
+	if !ok {
+		return nil, toStatus(fmt.Errorf("scorer has no aggregator: %w", sdk.ErrUnsupported))
+	}
+	scores := make([]*sdk.ScoreResponse, len(req.GetScores()))
+	for i, p := range req.GetScores() {
+		if scores[i], err = scoreResponseFromProto(p); err != nil {
+			return nil, toStatus(fmt.Errorf("score %d: %w", i, err))
+		}
+	}
+	resp, err := ag.Aggregate(ctx, &sdk.AggregateRequest{Scores: scores})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, status.Error(codes.Internal, "aggregator returned neither a response nor an error")
+	}
+	out, err := aggregateResponseToProto(resp)
+	return out, toStatus(err)
+}
+
+type retrieverServer struct {
+	pb.UnimplementedRetrieverServer
+	s *Server
+}
+
+func (rs retrieverServer) Retrieve(ctx context.Context, req *pb.RetrieveRequest) (*pb.RetrieveResponse, error) {
+	c, err := rs.s.component(sdk.KindRetriever)
+	if err != nil {
+		return nil, err
+	}
+	smp, err := sampleFromProto(req.GetSample())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := c.(sdk.Retriever).Retrieve(ctx, &sdk.RetrieveRequest{Sample: smp})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if resp == nil {
+		return nil, status.Error(codes.Internal, "retriever returned neither a response nor an error")
+	}
+	out, err := retrieveResponseToProto(resp)
+	return out, toStatus(err)
+}

@@ -1,0 +1,284 @@
+package sdktest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// MaxCheckedSamples bounds how many samples CheckTask reads per pass, so it
+// stays quick on tasks with large datasets.
+const MaxCheckedSamples = 1000
+
+// CheckTask checks the contracts the kernel relies on from a task: samples
+// are non-nil with unique non-empty IDs, Depth is in [0,1] or negative,
+// Length is not negative, metadata is JSON-encodable, message roles are
+// known, the order is the same on every read (a restarted plugin resumes by
+// count), Limit is honoured, and stopping early or cancelling ends the
+// stream. It reads at most MaxCheckedSamples samples per pass.
+func CheckTask(t testing.TB, task sdk.Task) {
+	t.Helper()
+	checkTask(context.Background(), task, t.Errorf)
+}
+
+// errorf reports one broken contract.
+type errorf func(format string, args ...any)
+
+func checkTask(ctx context.Context, task sdk.Task, fail errorf) {
+	ids, ok := readIDs(ctx, task, 0, fail)
+	if !ok {
+		return
+	}
+	if len(ids) == 0 {
+		fail("task produced no samples")
+		return
+	}
+
+	// Deterministic order.
+	if again, ok := readIDs(ctx, task, 0, fail); ok {
+		if len(again) != len(ids) {
+			fail("second read gave %d samples, first %d", len(again), len(ids))
+		} else {
+			for i := range ids {
+				if ids[i] != again[i] {
+					fail("order differs between reads: sample %d was %q, then %q", i, ids[i], again[i])
+					break
+				}
+			}
+		}
+	}
+
+	// Limit.
+	if got, ok := readIDs(ctx, task, 1, fail); ok {
+		switch {
+		case len(got) != 1:
+			fail("Limit 1 gave %d samples", len(got))
+		case got[0] != ids[0]:
+			fail("Limit 1 gave %q, want the first sample %q", got[0], ids[0])
+		}
+	}
+
+	// Early stop. A task that ignores yield's false makes the range loop
+	// panic, which the recover turns into a report.
+	if !within(30*time.Second, func() {
+		defer func() {
+			if r := recover(); r != nil {
+				fail("Samples kept yielding after yield returned false: %v", r)
+			}
+		}()
+		for _, err := range task.Samples(ctx, &sdk.SamplesRequest{}) {
+			if err != nil {
+				fail("first sample: %v", err)
+			}
+			break
+		}
+	}) {
+		fail("Samples did not return 30s after the consumer stopped")
+	}
+
+	// Cancellation.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := 0
+	if !within(30*time.Second, func() {
+		for _, err := range task.Samples(cctx, &sdk.SamplesRequest{}) {
+			if err != nil {
+				return // the task reported the cancellation: fine
+			}
+			n++
+			if n == 1 {
+				cancel()
+			}
+			if n > MaxCheckedSamples {
+				return
+			}
+		}
+	}) {
+		fail("Samples did not return 30s after ctx was cancelled")
+	} else if len(ids) > 64 && len(ids) < MaxCheckedSamples && n == len(ids) {
+		// A few samples in flight may still arrive; the whole set means the
+		// task never looked at ctx.
+		fail("all %d samples arrived after ctx was cancelled after the first: the task ignores ctx", n)
+	}
+}
+
+// within runs f and reports whether it returned before d. A task that hangs
+// leaves its goroutine behind; the test is failing anyway.
+func within(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// readIDs reads up to MaxCheckedSamples samples (or limit, if set),
+// checking each, and returns their IDs in order; ok is false if the stream
+// failed.
+func readIDs(ctx context.Context, task sdk.Task, limit int, fail errorf) (ids []string, ok bool) {
+	seen := map[string]int{}
+	for s, err := range task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
+		i := len(ids)
+		if err != nil {
+			fail("sample %d: %v", i, err)
+			return ids, false
+		}
+		if s == nil {
+			fail("sample %d is nil", i)
+			return ids, false
+		}
+		checkSample(i, s, fail)
+		if j, dup := seen[s.ID]; dup && s.ID != "" {
+			fail("samples %d and %d share ID %q", j, i, s.ID)
+		}
+		seen[s.ID] = i
+		ids = append(ids, s.ID)
+		if len(ids) >= MaxCheckedSamples {
+			break
+		}
+	}
+	return ids, true
+}
+
+func checkSample(i int, s *sdk.Sample, fail errorf) {
+	if s.ID == "" {
+		fail("sample %d has an empty ID", i)
+	}
+	if math.IsNaN(s.Depth) || s.Depth > 1 {
+		fail("sample %q: Depth %v, want 0..1 or negative", s.ID, s.Depth)
+	}
+	if s.Length.Tokens < 0 {
+		fail("sample %q: Length.Tokens %d is negative", s.ID, s.Length.Tokens)
+	}
+	if s.MaxNewTokens < 0 {
+		fail("sample %q: MaxNewTokens %d is negative", s.ID, s.MaxNewTokens)
+	}
+	if _, err := json.Marshal(s.Metadata); err != nil {
+		fail("sample %q: metadata is not JSON-encodable: %v", s.ID, err)
+	}
+	for j, m := range s.Messages {
+		switch m.Role {
+		case "system", "user", "assistant":
+		default:
+			fail("sample %q: message %d has role %q, want system, user or assistant", s.ID, j, m.Role)
+		}
+	}
+}
+
+// ScorerCase is one expectation for CheckScorer.
+type ScorerCase struct {
+	Name    string
+	Req     *sdk.ScoreRequest
+	Want    float64
+	Invalid bool    // the scorer should mark the prediction invalid; Want is ignored
+	Tol     float64 // absolute tolerance; 0 means 1e-9
+}
+
+// CheckScorer scores every case, one at a time and then all at once (a
+// scorer must be safe for concurrent use and give the same answers), checks
+// values and that Details are JSON-encodable, and, if the scorer is an
+// sdk.Aggregator, that aggregating the scores works (or reports
+// sdk.ErrUnsupported) and counts at most the cases given.
+func CheckScorer(t testing.TB, scorer sdk.Scorer, cases []ScorerCase) {
+	t.Helper()
+	checkScorer(context.Background(), scorer, cases, t.Errorf)
+}
+
+func checkScorer(ctx context.Context, scorer sdk.Scorer, cases []ScorerCase, fail errorf) {
+	failed := false
+	fail0 := fail
+	fail = func(format string, args ...any) { failed = true; fail0(format, args...) }
+	seq := make([]*sdk.ScoreResponse, len(cases))
+	for i, c := range cases {
+		resp, err := scorer.Score(ctx, c.Req)
+		if err != nil {
+			fail("%s: Score: %v", c.Name, err)
+			continue
+		}
+		if resp == nil {
+			fail("%s: Score returned nil and no error", c.Name)
+			continue
+		}
+		seq[i] = resp
+		checkScore(c, resp, fail)
+	}
+	if failed {
+		return
+	}
+
+	par := make([]*sdk.ScoreResponse, len(cases))
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Go(func() { par[i], errs[i] = scorer.Score(ctx, c.Req) })
+	}
+	wg.Wait()
+	for i, c := range cases {
+		switch {
+		case errs[i] != nil:
+			fail("%s: concurrent Score: %v", c.Name, errs[i])
+		case par[i] == nil:
+			fail("%s: concurrent Score returned nil", c.Name)
+		case par[i].Value != seq[i].Value || par[i].Invalid != seq[i].Invalid:
+			fail("%s: concurrent Score gave %v (invalid %v), sequential %v (invalid %v)",
+				c.Name, par[i].Value, par[i].Invalid, seq[i].Value, seq[i].Invalid)
+		}
+	}
+
+	ag, ok := scorer.(sdk.Aggregator)
+	if !ok {
+		return
+	}
+	agg, err := ag.Aggregate(ctx, &sdk.AggregateRequest{Scores: seq})
+	if errors.Is(err, sdk.ErrUnsupported) {
+		return
+	}
+	if err != nil {
+		fail("Aggregate: %v", err)
+		return
+	}
+	if agg.N < 0 || agg.N > len(cases) {
+		fail("Aggregate: N = %d over %d scores", agg.N, len(cases))
+	}
+	if agg.Invalid < 0 || agg.Invalid > len(cases) {
+		fail("Aggregate: Invalid = %d over %d scores", agg.Invalid, len(cases))
+	}
+	if math.IsNaN(agg.Value) && agg.N > 0 {
+		fail("Aggregate: value is NaN over %d scores", agg.N)
+	}
+	if _, err := json.Marshal(agg.Details); err != nil {
+		fail("Aggregate: details are not JSON-encodable: %v", err)
+	}
+}
+
+func checkScore(c ScorerCase, resp *sdk.ScoreResponse, fail errorf) {
+	if _, err := json.Marshal(resp.Details); err != nil {
+		fail("%s: details are not JSON-encodable: %v", c.Name, err)
+	}
+	if resp.Invalid != c.Invalid {
+		fail("%s: invalid = %v, want %v", c.Name, resp.Invalid, c.Invalid)
+		return
+	}
+	if c.Invalid {
+		return
+	}
+	tol := c.Tol
+	if tol == 0 {
+		tol = 1e-9
+	}
+	if math.IsNaN(resp.Value) || math.Abs(resp.Value-c.Want) > tol {
+		fail("%s: value = %v, want %v (±%g)", c.Name, resp.Value, c.Want, tol)
+	}
+}
