@@ -72,3 +72,19 @@ const (
 	CodeBadResponse   = "bad_response"
 	CodeBadRequest    = "bad_request"
 )
+
+// AttemptsError is a failed request together with every try it took, so the
+// kernel can journal each attempt of a request that never succeeded. It
+// survives a plugin boundary.
+type AttemptsError struct {
+	Attempts []Attempt
+	Err      error
+}
+
+func (e *AttemptsError) Error() string {
+	if len(e.Attempts) == 1 {
+		return fmt.Sprintf("%v (1 attempt)", e.Err)
+	}
+	return fmt.Sprintf("%v (%d attempts)", e.Err, len(e.Attempts))
+}
+func (e *AttemptsError) Unwrap() error { return e.Err }

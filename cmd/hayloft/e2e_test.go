@@ -323,7 +323,7 @@ eval "e" {
 		{"plugin binary missing", `
 plugin "ghost" {
   source = "./no-such-plugin"
-}`, []string{"no-such-plugin"}},
+}`, []string{"eval.hcl:2:1", "no-such-plugin"}},
 		{"unknown component", fmt.Sprintf(`
 task "jsnol" "t" { path = %q }
 model "baseline" "b" {}

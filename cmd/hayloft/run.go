@@ -79,6 +79,13 @@ func (e *cliEnv) openSession(path string, cf *commonFlags) (*session, error) {
 			return nil, fmt.Errorf("%s: %w", p.Range, err)
 		}
 	}
+	// Describing every plugin up front checks that each binary exists, is
+	// executable, matches its sha256 and speaks our protocol, before any
+	// eval starts rather than halfway through a run.
+	if _, err := host.Describe(context.Background()); err != nil {
+		host.Close()
+		return nil, &exitError{code: 2, err: pluginPositions(cfg, err)}
+	}
 	return &session{cfg: cfg, log: log, host: host}, nil
 }
 
@@ -114,11 +121,17 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 	if err := checkEvals(s.cfg, evals); err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	if len(s.cfg.Evals) == 0 {
+		return &exitError{code: 2, err: fmt.Errorf("%s has no eval block: nothing to run", s.cfg.Path)}
+	}
 	st, err := store.Open(ctx, s.cfg.Settings.Store)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// Plugin processes inherit the environment: retrievers keep their
+	// embedding cache in the same journal.
+	os.Setenv("HAYLOFT_STORE", st.Path())
 
 	var bar *os.File
 	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -208,6 +221,9 @@ func printSummary(w interface{ Write([]byte) (int, error) }, res *runner.Result)
 				fmt.Fprint(tw, "\t-")
 			default:
 				fmt.Fprintf(tw, "\t%.3f [%.3f, %.3f]", m.Value, m.CILow, m.CIHigh)
+				if d, ok := ev.Delta[s]; ok {
+					fmt.Fprintf(tw, " (%+.3f)", d)
+				}
 				if m.Invalid > 0 {
 					fmt.Fprintf(tw, " (%d invalid)", m.Invalid)
 				}
@@ -302,4 +318,19 @@ func (e *cliEnv) cmdGen(ctx context.Context, args []string) error {
 	out := bufio.NewWriterSize(e.stdout, 1<<20)
 	defer out.Flush()
 	return runner.New(runner.Options{Opener: s.host, Logger: s.log, Limit: *limit, Evals: evals}).Gen(ctx, s.cfg, out)
+}
+
+// pluginPositions prefixes each line of a plugin error with the position of
+// the config block that declared the plugin.
+func pluginPositions(cfg *config.Config, err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, line := range lines {
+		for _, p := range cfg.Plugins {
+			if strings.Contains(line, fmt.Sprintf("plugin %q", p.Name)) {
+				lines[i] = fmt.Sprintf("%s:%d:%d: %s", p.Range.Filename, p.Range.Start.Line, p.Range.Start.Column, line)
+				break
+			}
+		}
+	}
+	return errors.New(strings.Join(lines, "\n"))
 }

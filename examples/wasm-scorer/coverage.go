@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -63,8 +65,7 @@ func score(in wasm.Input) (wasm.Output, error) {
 		if len(content) == 0 {
 			continue
 		}
-		var found []string
-		var missing []string
+		found, missing := []string{}, []string{}
 		for _, w := range content {
 			if predicted[w] {
 				found = append(found, w)
@@ -86,10 +87,12 @@ func score(in wasm.Input) (wasm.Output, error) {
 }
 
 // aggregate is the micro-average: all matched words over all reference
-// words, so long references weigh more than in the mean of sample values.
+// words, so long references weigh more than in the mean of sample values. Its
+// 95% interval is a percentile bootstrap over samples, seeded so that a run
+// can be repeated exactly.
 func aggregate(in wasm.AggregateInput) (wasm.AggregateOutput, error) {
-	var found, total float64
-	n, invalid := 0, 0
+	var counts [][2]float64
+	invalid := 0
 	for i, s := range in.Scores {
 		if s.Invalid {
 			invalid++
@@ -98,15 +101,51 @@ func aggregate(in wasm.AggregateInput) (wasm.AggregateOutput, error) {
 		if len(s.Stats) != 2 {
 			return wasm.AggregateOutput{}, fmt.Errorf("score %d: want 2 stats, got %d", i, len(s.Stats))
 		}
-		found += s.Stats[0]
-		total += s.Stats[1]
-		n++
+		counts = append(counts, [2]float64{s.Stats[0], s.Stats[1]})
 	}
-	out := wasm.AggregateOutput{N: &n, Invalid: &invalid, Details: map[string]any{"found": found, "total": total}}
+	n := len(counts)
+	value, found, total := microAverage(counts)
+	low, high := bootstrap(counts, value)
+	return wasm.AggregateOutput{
+		Value: value, N: &n, Invalid: &invalid, CILow: &low, CIHigh: &high,
+		Details: map[string]any{"found": found, "total": total},
+	}, nil
+}
+
+func microAverage(counts [][2]float64) (value, found, total float64) {
+	for _, c := range counts {
+		found += c[0]
+		total += c[1]
+	}
 	if total > 0 {
-		out.Value = found / total
+		value = found / total
 	}
-	return out, nil
+	return value, found, total
+}
+
+const (
+	bootstrapRounds = 1000
+	bootstrapSeed   = 20240601
+)
+
+// bootstrap returns the 2.5th and 97.5th percentiles of the micro-average
+// over resamples of counts; with fewer than two samples there is no spread
+// to measure and both ends are the value itself.
+func bootstrap(counts [][2]float64, value float64) (low, high float64) {
+	if len(counts) < 2 {
+		return value, value
+	}
+	rng := rand.New(rand.NewPCG(bootstrapSeed, uint64(len(counts))))
+	vals := make([]float64, bootstrapRounds)
+	sample := make([][2]float64, len(counts))
+	for r := range vals {
+		for i := range sample {
+			sample[i] = counts[rng.IntN(len(counts))]
+		}
+		vals[r], _, _ = microAverage(sample)
+	}
+	slices.Sort(vals)
+	return vals[bootstrapRounds*25/1000], vals[bootstrapRounds*975/1000-1]
 }
 
 // words lowercases text and splits it into words: runs of letters and

@@ -27,7 +27,7 @@ const envPrefix = "HAYLOFT_"
 func defaultSettings() map[string]any {
 	return map[string]any{
 		"store":       ".hayloft/hayloft.db",
-		"log_level":   "info",
+		"log_level":   "warn",
 		"concurrency": 8,
 	}
 }

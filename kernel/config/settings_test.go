@@ -29,7 +29,7 @@ concurrency = 4
 	}{
 		{
 			name: "defaults",
-			want: Settings{Store: filepath.Join(cwd, ".hayloft/hayloft.db"), LogLevel: "info", Concurrency: 8},
+			want: Settings{Store: filepath.Join(cwd, ".hayloft/hayloft.db"), LogLevel: "warn", Concurrency: 8},
 		},
 		{
 			name: "file over defaults; plugin_dir relative to the file, store to the cwd",
@@ -52,13 +52,13 @@ concurrency = 4
 		{
 			name:  "a DSN store is kept as written",
 			flags: map[string]any{"store": "postgres://u@127.0.0.1/hayloft", "concurrency": "12"},
-			want:  Settings{Store: "postgres://u@127.0.0.1/hayloft", LogLevel: "info", Concurrency: 12},
+			want:  Settings{Store: "postgres://u@127.0.0.1/hayloft", LogLevel: "warn", Concurrency: 12},
 		},
 		{
 			name: "settings may use functions and env()",
 			src:  `store = format("%s/run.db", env("HAYLOFT_TEST_DIR"))`,
 			env:  []string{"HAYLOFT_TEST_DIR=/tmp/x"},
-			want: Settings{Store: "/tmp/x/run.db", LogLevel: "info", Concurrency: 8},
+			want: Settings{Store: "/tmp/x/run.db", LogLevel: "warn", Concurrency: 8},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestNilEnvIsEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Settings.LogLevel != "info" {
+	if cfg.Settings.LogLevel != "warn" {
 		t.Errorf("log level = %q, want the default", cfg.Settings.LogLevel)
 	}
 	if _, err := Parse("x.hcl", []byte(`task "t" "a" { x = env("HAYLOFT_TEST_VAR") }`), LoadOptions{}); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/hayloft/hayloft/kernel/prompt"
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
 	"github.com/hayloft/hayloft/sdk/stats"
 	"github.com/hayloft/hayloft/sdk/tokenizer"
 )
@@ -62,7 +63,7 @@ func (c *components) closeAll() {
 
 // model returns the shared handle for a model block: one concurrency bound
 // for every eval and retriever that uses the model.
-func (c *components) model(ctx context.Context, comp *config.Component, o Opener) (*modelHandle, error) {
+func (c *components) model(ctx context.Context, comp *config.Component) (*modelHandle, error) {
 	v, err := c.open(ctx, comp)
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func (c *components) model(ctx context.Context, comp *config.Component, o Opener
 	if h, ok := c.models[comp.Ref()]; ok {
 		return h, nil
 	}
-	h, err := newModelHandle(comp, v.(sdk.Model), o, false)
+	h, err := newModelHandle(comp, v.(sdk.Model), false)
 	if err != nil {
 		return nil, comp.Diag(err)
 	}
@@ -90,7 +91,7 @@ type modelHandle struct {
 
 // newModelHandle prepares a model block for use. With count set, prompts are
 // measured even when the window is unknown (for `hayloft gen`).
-func newModelHandle(comp *config.Component, m sdk.Model, o Opener, count bool) (*modelHandle, error) {
+func newModelHandle(comp *config.Component, m sdk.Model, count bool) (*modelHandle, error) {
 	ms := config.ModelSettings{MaxConcurrency: 8, Truncation: "middle"}
 	if comp.Model != nil {
 		ms = *comp.Model
@@ -104,10 +105,20 @@ func newModelHandle(comp *config.Component, m sdk.Model, o Opener, count bool) (
 			return nil, fmt.Errorf("options: %w", err)
 		}
 	}
-	id := store.ModelIdentity{Component: comp.Type, Params: ms.Params, Extra: extra}
-	id.Plugin, id.PluginVersion = "builtin", ""
-	if ider, ok := o.(Identifier); ok {
-		id.Plugin, id.PluginVersion = ider.Identify(sdk.KindModel, comp.Type, comp.Plugin)
+	// The kernel cannot tell which models read GenerateRequest.Sample (the
+	// baselines do), so the sample is always in the key: at worst a rare
+	// extra miss, never another sample's answer.
+	extra = store.WithoutCredentials(extra)
+	if extra == nil {
+		extra = map[string]any{}
+	}
+	extra[store.UsesSample] = true
+	id := store.ModelIdentity{Component: comp.Type, Instance: comp.Name, Params: ms.Params, Extra: extra}
+	id.Endpoint, _ = extra["base_url"].(string)
+	id.Model, _ = extra["model"].(string)
+	if inf, ok := m.(interface{ Info() plugin.Info }); ok {
+		info := inf.Info()
+		id.Plugin, id.PluginVersion = info.Plugin, info.Version
 	}
 	h := &modelHandle{model: m, settings: ms, identity: id, slots: make(chan struct{}, ms.MaxConcurrency)}
 	if ms.ContextWindow > 0 || count {
@@ -153,33 +164,32 @@ func (h *modelHandle) params(smp *sdk.Sample) sdk.GenerationParams {
 
 type fitted struct {
 	messages  []sdk.Message
+	context   string // the context as sent, when truncated
 	tokens    int
 	truncated bool
 }
 
 // fit renders smp and, when the model's window is known, truncates the
 // context so that no request over the window ever reaches the server.
-func (h *modelHandle) fit(smp *sdk.Sample) (fitted, error) {
+func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample) (fitted, error) {
 	if h.enc == nil {
 		return fitted{messages: smp.Render()}, nil
 	}
+	f := prompt.NewFitter(h.enc, h.settings.ContextWindow, h.params(smp).MaxTokens)
 	if h.settings.ContextWindow == 0 {
 		msgs := smp.Render()
-		n := 0
-		for _, m := range msgs {
-			n += h.enc.Count(m.Content)
-		}
-		return fitted{messages: msgs, tokens: n}, nil
+		return fitted{messages: msgs, tokens: f.CountMessages(msgs)}, nil
 	}
-	f, err := prompt.Fit(smp, h.enc, prompt.Limits{
-		ContextWindow: h.settings.ContextWindow,
-		MaxTokens:     h.params(smp).MaxTokens,
-		Strategy:      prompt.Strategy(h.settings.Truncation),
-	})
+	f.Strategy = prompt.Strategy(h.settings.Truncation)
+	out, err := f.Fit(ctx, smp)
 	if err != nil {
-		return fitted{}, &sdk.RequestError{Code: "prompt_overflow", Msg: err.Error()}
+		var re *sdk.RequestError
+		if errors.As(err, &re) {
+			return fitted{}, err
+		}
+		return fitted{}, &sdk.RequestError{Code: "prompt_does_not_fit", Msg: err.Error()}
 	}
-	return fitted{messages: f.Messages, tokens: f.PromptTokens, truncated: f.Truncated}, nil
+	return fitted{messages: out.Messages, context: out.Context, tokens: out.PromptTokens, truncated: out.Truncated}, nil
 }
 
 // aggregate uses the scorer's own corpus-level aggregation when it has one

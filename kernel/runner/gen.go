@@ -54,7 +54,7 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 	}
 	var models []*modelHandle
 	for _, m := range ev.Models {
-		h, err := newModelHandle(m, nil, r.opts.Opener, true)
+		h, err := newModelHandle(m, nil, true)
 		if err != nil {
 			return m.Diag(err)
 		}
@@ -94,7 +94,7 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 				}
 			}
 			for j, h := range models {
-				f, err := h.fit(s)
+				f, err := h.fit(ctx, s)
 				if err != nil {
 					return fmt.Errorf("%s: sample %q: %w", ev.Models[j].Ref(), smp.ID, err)
 				}

@@ -29,13 +29,6 @@ type Opener interface {
 	Open(ctx context.Context, kind sdk.Kind, name, plugin string, opts sdk.Options) (any, error)
 }
 
-// Identifier is implemented by openers that know which plugin serves a
-// component and its version: both belong in the response cache key, so an
-// upgraded plugin never reuses answers of the old one.
-type Identifier interface {
-	Identify(kind sdk.Kind, name, plugin string) (pluginName, version string)
-}
-
 // Options configure a Runner.
 type Options struct {
 	Opener  Opener
@@ -86,6 +79,9 @@ type EvalResult struct {
 	Errors    int                `json:"errors"`
 	Truncated int                `json:"truncated"`
 	Metrics   map[string]*Metric `json:"metrics"`
+	// Delta is each metric minus the same eval and model's full-context row
+	// (the RAG ablation's question: what did retrieval gain or cost?).
+	Delta map[string]float64 `json:"delta,omitempty"`
 	// Error is set when the row could not finish (a plugin crashed twice, the
 	// server is unreachable); the rows before it and the other evals stand.
 	Error string `json:"error,omitempty"`
@@ -168,10 +164,11 @@ func (r *Runner) selected(name string) bool {
 
 // row is one model × retriever combination of an eval while it runs.
 type row struct {
-	res       *EvalResult
-	model     *modelHandle
-	retriever sdk.Retriever // nil: full context
-	retrName  string
+	res         *EvalResult
+	journalName string // the row's name in the journal: unique within the run
+	model       *modelHandle
+	retriever   sdk.Retriever // nil: full context
+	retrName    string
 
 	mu        sync.Mutex
 	scores    map[string][]indexedScore // by scorer ref
@@ -222,7 +219,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, com
 		scorers = append(scorers, scorerHandle{ref: ref, scorer: s.(sdk.Scorer)})
 	}
 	for _, m := range ev.Models {
-		mh, err := comps.model(ctx, m, r.opts.Opener)
+		mh, err := comps.model(ctx, m)
 		for _, rt := range ev.Retrievers {
 			rw := &row{
 				res:      &EvalResult{Name: ev.Name, Task: ev.Task.Ref(), Model: m.Ref(), Retriever: retrieverRef(rt), Metrics: map[string]*Metric{}},
@@ -240,8 +237,18 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, com
 					rw.retriever = ra.(sdk.Retriever)
 				}
 			}
+			rw.journalName = fmt.Sprintf("%s/%s/%s", ev.Name, m.Ref(), retrieverRef(rt))
 			rw.ctx, rw.cancel = context.WithCancelCause(ctx)
 			rows = append(rows, rw)
+			if rw.res.Error == "" {
+				info := store.EvalInfo{Name: rw.journalName, Task: ev.Task.Ref(), Model: m.Ref(), Scorers: scorerRefs(scorers)}
+				if rt != nil {
+					info.Retriever = rt.Ref()
+				}
+				if err := r.opts.Store.PutEval(ctx, runID, info); err != nil {
+					rw.res.Error = fmt.Sprintf("journal: %v", err)
+				}
+			}
 		}
 	}
 
@@ -309,7 +316,30 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, com
 		r.aggregate(ctx, rw, scorers)
 		out = append(out, rw.res)
 	}
+	addDeltas(out)
 	return out
+}
+
+// addDeltas compares every retrieval row with its full-context row.
+func addDeltas(rows []*EvalResult) {
+	for _, r := range rows {
+		if r.Retriever == "none" {
+			continue
+		}
+		for _, base := range rows {
+			if base.Retriever != "none" || base.Model != r.Model || base.Error != "" || r.Error != "" {
+				continue
+			}
+			for name, m := range r.Metrics {
+				if b := base.Metrics[name]; b != nil && b.N > 0 && m.N > 0 {
+					if r.Delta == nil {
+						r.Delta = map[string]float64{}
+					}
+					r.Delta[name] = m.Value - b.Value
+				}
+			}
+		}
+	}
 }
 
 func retrieverRef(c *config.Component) string {
@@ -323,7 +353,10 @@ func retrieverRef(c *config.Component) string {
 // waiting for the model, which the kernel's overhead figure excludes.
 func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int) time.Duration {
 	smp := orig
-	meta := store.SampleMeta{Retriever: rw.retrName, Model: rw.res.Model}
+	meta := store.SampleMeta{Index: seq}
+	if rw.retriever != nil {
+		meta.Retriever = rw.retrName
+	}
 	if rw.retriever != nil {
 		resp, err := rw.retriever.Retrieve(ctx, &sdk.RetrieveRequest{Sample: orig})
 		if err != nil {
@@ -336,23 +369,31 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 			meta.Chunks = append(meta.Chunks, c.ID)
 		}
 	}
-	fitted, err := rw.model.fit(smp)
+	fitted, err := rw.model.fit(ctx, smp)
 	if err != nil {
 		r.sampleFailed(ctx, runID, evalName, rw, smp, "", err, false)
 		return 0
 	}
 	meta.Truncated, meta.SentTokens = fitted.truncated, fitted.tokens
 	if fitted.truncated {
+		// Models that read the sample (baselines) must see what was sent.
+		smp = smp.Clone()
+		smp.Context = fitted.context
 		rw.mu.Lock()
 		rw.res.Truncated++
 		rw.mu.Unlock()
 	}
-	if err := r.opts.Store.PutSample(ctx, runID, evalName, smp, meta); err != nil {
+	req := &sdk.GenerateRequest{Messages: fitted.messages, Params: rw.model.params(smp), Sample: smp}
+	key, err := store.RequestKey(rw.model.identity, req)
+	if err != nil {
+		rw.cancel(err)
+		return 0
+	}
+	meta.RequestKey = key
+	if err := r.opts.Store.PutSample(ctx, runID, rw.journalName, smp, meta); err != nil {
 		rw.cancel(fmt.Errorf("journal: %w", err))
 		return 0
 	}
-	req := &sdk.GenerateRequest{Messages: fitted.messages, Params: rw.model.params(smp), Sample: smp}
-	key := store.RequestKey(rw.model.identity, req)
 
 	var wait time.Duration
 	cached, hit, err := r.opts.Store.LookupResponse(ctx, key)
@@ -362,7 +403,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 	}
 	var text string
 	if hit {
-		text = cached.Text
+		text = cached.Response.Text
 		rw.mu.Lock()
 		rw.res.Cached++
 		rw.mu.Unlock()
@@ -401,7 +442,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 			}
 			sc = &sdk.ScoreResponse{Invalid: true, Details: map[string]any{"error": err.Error()}}
 		}
-		if err := r.opts.Store.PutScore(context.WithoutCancel(ctx), runID, evalName, smp.ID, rw.res.Model, rw.retrName, sh.ref, sc); err != nil {
+		if err := r.opts.Store.PutScore(context.WithoutCancel(ctx), runID, rw.journalName, smp.ID, sh.ref, sc); err != nil {
 			rw.cancel(fmt.Errorf("journal: %w", err))
 			return wait
 		}
@@ -427,7 +468,7 @@ const maxBlindFailures = 3
 
 func (r *Runner) sampleFailed(ctx context.Context, runID, evalName string, rw *row, smp *sdk.Sample, key string, err error, perSample bool) {
 	r.log.Warn("sample failed", "eval", evalName, "model", rw.res.Model, "sample", smp.ID, "error", err)
-	if jerr := r.opts.Store.PutFailure(context.WithoutCancel(ctx), runID, evalName, smp.ID, key, err); jerr != nil {
+	if jerr := r.opts.Store.PutFailure(context.WithoutCancel(ctx), runID, rw.journalName, smp.ID, key, err); jerr != nil {
 		rw.cancel(fmt.Errorf("journal: %w", jerr))
 		return
 	}
@@ -450,13 +491,21 @@ func (r *Runner) journalAttempts(ctx context.Context, key string, resp *sdk.Gene
 	if resp != nil {
 		attempts = resp.Attempts
 	} else {
-		var ae interface{ AttemptLog() []sdk.Attempt }
+		var ae *sdk.AttemptsError
 		if errors.As(err, &ae) {
-			attempts = ae.AttemptLog()
+			attempts = ae.Attempts
 		}
 	}
 	for i, a := range attempts {
-		if jerr := r.opts.Store.PutAttempt(context.WithoutCancel(ctx), key, i+1, a); jerr != nil {
+		status := "ok"
+		switch {
+		case a.Error != "" && a.Status != 0:
+			status = fmt.Sprintf("http %d", a.Status)
+		case a.Error != "":
+			status = "error"
+		}
+		latency := time.Duration(a.LatencyMS * float64(time.Millisecond))
+		if jerr := r.opts.Store.PutAttempt(context.WithoutCancel(ctx), key, i+1, status, latency, a.Error); jerr != nil {
 			r.log.Error("journal: attempt", "error", jerr)
 			return
 		}
@@ -480,4 +529,12 @@ func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle)
 		}
 		rw.res.Metrics[sh.ref] = &Metric{Value: agg.Value, N: agg.N, Invalid: agg.Invalid, CILow: agg.CILow, CIHigh: agg.CIHigh, Details: agg.Details}
 	}
+}
+
+func scorerRefs(scorers []scorerHandle) []string {
+	out := make([]string, len(scorers))
+	for i, s := range scorers {
+		out[i] = s.ref
+	}
+	return out
 }

@@ -21,8 +21,7 @@ import (
 // GetEmbedding returns the cached vector of one chunk.
 func (s *Store) GetEmbedding(ctx context.Context, embedder string, chunkHash [32]byte) ([]float32, bool, error) {
 	var blob []byte
-	err := s.db.QueryRowContext(ctx, `SELECT vector FROM embeddings WHERE embedder = $1 AND chunk_sha256 = $2`,
-		embedder, chunkHash[:]).Scan(&blob)
+	err := s.stmts[selectEmbedding].QueryRowContext(ctx, embedder, chunkHash[:]).Scan(&blob)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -95,6 +94,13 @@ func (s *Store) getEmbeddings(ctx context.Context, embedder, in string, args []a
 	return nil
 }
 
+const selectEmbedding = `SELECT vector FROM embeddings WHERE embedder = $1 AND chunk_sha256 = $2`
+
+const insertEmbedding = `INSERT INTO embeddings (embedder, chunk_sha256, dims, vector, created_at)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (embedder, chunk_sha256) DO UPDATE SET dims = excluded.dims, vector = excluded.vector,
+				created_at = excluded.created_at`
+
 // PutEmbedding caches one chunk's vector.
 func (s *Store) PutEmbedding(ctx context.Context, embedder string, chunkHash [32]byte, vec []float32) error {
 	return s.PutEmbeddings(ctx, embedder, [][32]byte{chunkHash}, [][]float32{vec})
@@ -115,16 +121,8 @@ func (s *Store) PutEmbeddings(ctx context.Context, embedder string, hashes [][32
 	}
 	now := formatTime(time.Now())
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO embeddings (embedder, chunk_sha256, dims, vector, created_at)
-			VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (embedder, chunk_sha256) DO UPDATE SET dims = excluded.dims, vector = excluded.vector,
-				created_at = excluded.created_at`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
 		for i, h := range hashes {
-			if _, err := stmt.ExecContext(ctx, embedder, h[:], len(vecs[i]), blobs[i], now); err != nil {
+			if _, err := s.exec(ctx, tx, insertEmbedding, embedder, h[:], len(vecs[i]), blobs[i], now); err != nil {
 				return err
 			}
 		}

@@ -124,6 +124,27 @@ func (id ModelIdentity) Validate() error {
 	return checkExtra("extra", id.Extra)
 }
 
+// WithoutCredentials returns a copy of a component's options without the
+// entries whose names look like credentials (at any depth), for building
+// ModelIdentity.Extra from a model block's options. Dropping them from the
+// key is right as well as safe: a new API key does not change the answers.
+func WithoutCredentials(opts map[string]any) map[string]any {
+	if opts == nil {
+		return nil
+	}
+	out := make(map[string]any, len(opts))
+	for k, v := range opts {
+		if secretName(k) {
+			continue
+		}
+		if sub, ok := v.(map[string]any); ok {
+			v = WithoutCredentials(sub)
+		}
+		out[k] = v
+	}
+	return out
+}
+
 func checkExtra(path string, m map[string]any) error {
 	for k, v := range m {
 		if secretName(k) {

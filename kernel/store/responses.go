@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -41,8 +40,7 @@ func (s *Store) LookupResponse(ctx context.Context, key string) (*CachedResponse
 		text, finish     string
 		prompt, complete int
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT identity, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at
-		FROM responses WHERE key = $1`, key).
+	err := s.stmts[selectResponse].QueryRowContext(ctx, key).
 		Scan(&identity, &text, &finish, &prompt, &complete, &latencyMS, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
@@ -66,8 +64,9 @@ func (s *Store) LookupResponse(ctx context.Context, key string) (*CachedResponse
 	return &c, true, nil
 }
 
-// PutResponse journals a successful response under key, with resp.Attempts,
-// and returns once it is committed. The first response stored under a key
+// PutResponse journals a successful response under key and returns once it
+// is committed. resp.Attempts is not journaled here: the runner records
+// every attempt, failed requests' too, with PutAttempt. The first response stored under a key
 // wins: a second one (two evals sending the same request at once) is dropped,
 // so every reader of the cache sees the same answer.
 func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, req *sdk.GenerateRequest, resp *sdk.GenerateResponse, latency time.Duration) error {
@@ -91,31 +90,31 @@ func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, r
 	}
 	now := formatTime(time.Now())
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO responses
-			(key, identity, request, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (key) DO NOTHING`,
+		_, err := s.exec(ctx, tx, insertResponse,
 			key, string(identity), string(request), resp.Text, resp.FinishReason,
 			resp.Usage.PromptTokens, resp.Usage.CompletionTokens, ms(latency), now)
-		if err != nil {
-			return err
-		}
-		for i, a := range resp.Attempts {
-			status := ""
-			if a.Status != 0 {
-				status = strconv.Itoa(a.Status)
-			}
-			if err := insertAttempt(ctx, tx, key, i+1, status, a.LatencyMS, a.Error, now); err != nil {
-				return err
-			}
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("put response %s: %w", key, err)
 	}
 	return nil
 }
+
+const (
+	selectResponse = `SELECT identity, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at
+		FROM responses WHERE key = $1`
+	insertResponse = `INSERT INTO responses
+			(key, identity, request, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (key) DO NOTHING`
+	insertFailure = `INSERT INTO failures (run_id, eval_name, sample_id, request_key, code, message, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET request_key = excluded.request_key,
+				code = excluded.code, message = excluded.message, created_at = excluded.created_at`
+	insertAttempt = `INSERT INTO attempts (request_key, attempt, status, latency_ms, error, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6)`
+)
 
 // Failure codes PutFailure records for errors that carry none of their own.
 const (
@@ -140,10 +139,7 @@ type Failure struct {
 func (s *Store) PutFailure(ctx context.Context, runID, evalName, sampleID, key string, failure error) error {
 	code, msg := failureCode(failure)
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO failures (run_id, eval_name, sample_id, request_key, code, message, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET request_key = excluded.request_key,
-				code = excluded.code, message = excluded.message, created_at = excluded.created_at`,
+		_, err := s.exec(ctx, tx, insertFailure,
 			runID, evalName, sampleID, key, code, msg, formatTime(time.Now()))
 		return err
 	})
@@ -208,23 +204,17 @@ type AttemptRecord struct {
 	CreatedAt time.Time
 }
 
-// PutAttempt journals one try at the request with key, typically one the
-// kernel's retry loop made and that failed. (The attempts a plugin reports in
-// GenerateResponse.Attempts are journaled by PutResponse.)
+// PutAttempt journals one try at the request with key (one of
+// GenerateResponse.Attempts, or of a failed request's attempt log).
 func (s *Store) PutAttempt(ctx context.Context, key string, attempt int, status string, latency time.Duration, errMsg string) error {
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return insertAttempt(ctx, tx, key, attempt, status, ms(latency), errMsg, formatTime(time.Now()))
+		_, err := s.exec(ctx, tx, insertAttempt, key, attempt, status, ms(latency), errMsg, formatTime(time.Now()))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("put attempt %d of %s: %w", attempt, key, err)
 	}
 	return nil
-}
-
-func insertAttempt(ctx context.Context, tx *sql.Tx, key string, attempt int, status string, latencyMS float64, errMsg, now string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO attempts (request_key, attempt, status, latency_ms, error, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, key, attempt, status, latencyMS, errMsg, now)
-	return err
 }
 
 // Attempts lists every journaled try at the request with key, oldest first.

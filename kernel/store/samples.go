@@ -5,9 +5,25 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hayloft/hayloft/sdk"
+)
+
+const (
+	insertSample = `INSERT INTO samples (run_id, eval_name, sample_id, seq, question, targets,
+				length_tokens, tokenizer, depth, language, subtask, metadata, retriever, truncated, sent_tokens, chunks, request_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET seq = excluded.seq, question = excluded.question,
+				targets = excluded.targets, length_tokens = excluded.length_tokens, tokenizer = excluded.tokenizer,
+				depth = excluded.depth, language = excluded.language, subtask = excluded.subtask,
+				metadata = excluded.metadata, retriever = excluded.retriever, truncated = excluded.truncated,
+				sent_tokens = excluded.sent_tokens, chunks = excluded.chunks, request_key = excluded.request_key`
+	insertScore = `INSERT INTO scores (run_id, eval_name, sample_id, scorer, value, invalid, details, stats, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (run_id, eval_name, scorer, sample_id) DO UPDATE SET value = excluded.value,
+				invalid = excluded.invalid, details = excluded.details, stats = excluded.stats, created_at = excluded.created_at`
 )
 
 // SampleMeta is what the kernel learned about a sample on its way to the
@@ -42,6 +58,9 @@ func (s *Store) PutSample(ctx context.Context, runID, evalName string, smp *sdk.
 	if smp == nil {
 		return fmt.Errorf("put sample %s/%s: nil sample", runID, evalName)
 	}
+	if math.IsNaN(smp.Depth) {
+		return fmt.Errorf("put sample %s/%s/%s: depth is NaN; use a negative depth when it does not apply", runID, evalName, smp.ID)
+	}
 	targets, err := json.Marshal(nonNil(smp.Targets))
 	if err != nil {
 		return fmt.Errorf("put sample %s/%s/%s: targets: %w", runID, evalName, smp.ID, err)
@@ -58,14 +77,7 @@ func (s *Store) PutSample(ctx context.Context, runID, evalName string, smp *sdk.
 		return fmt.Errorf("put sample %s/%s/%s: chunks: %w", runID, evalName, smp.ID, err)
 	}
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO samples (run_id, eval_name, sample_id, seq, question, targets,
-				length_tokens, tokenizer, depth, language, subtask, metadata, retriever, truncated, sent_tokens, chunks, request_key)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-			ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET seq = excluded.seq, question = excluded.question,
-				targets = excluded.targets, length_tokens = excluded.length_tokens, tokenizer = excluded.tokenizer,
-				depth = excluded.depth, language = excluded.language, subtask = excluded.subtask,
-				metadata = excluded.metadata, retriever = excluded.retriever, truncated = excluded.truncated,
-				sent_tokens = excluded.sent_tokens, chunks = excluded.chunks, request_key = excluded.request_key`,
+		_, err := s.exec(ctx, tx, insertSample,
 			runID, evalName, smp.ID, meta.Index, smp.Question, string(targets),
 			smp.Length.Tokens, smp.Length.Tokenizer, smp.Depth, smp.Language, smp.Subtask, string(metadata),
 			meta.Retriever, meta.Truncated, meta.SentTokens, string(chunks), meta.RequestKey)
@@ -128,6 +140,15 @@ func (s *Store) PutScore(ctx context.Context, runID, evalName, sampleID, scorer 
 	if sc == nil {
 		return fmt.Errorf("put score %s/%s/%s/%s: nil score", runID, evalName, sampleID, scorer)
 	}
+	value := sc.Value
+	if math.IsNaN(value) {
+		// SQLite stores NaN as NULL; say what is wrong instead of failing on
+		// a constraint. An invalid score's value is not used, so keep 0.
+		if !sc.Invalid {
+			return fmt.Errorf("put score %s/%s/%s/%s: value is NaN; a scorer marks an unusable prediction Invalid", runID, evalName, sampleID, scorer)
+		}
+		value = 0
+	}
 	details := []byte("{}")
 	if sc.Details != nil {
 		var err error
@@ -141,11 +162,8 @@ func (s *Store) PutScore(ctx context.Context, runID, evalName, sampleID, scorer 
 	}
 	now := formatTime(time.Now())
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO scores (run_id, eval_name, sample_id, scorer, value, invalid, details, stats, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (run_id, eval_name, scorer, sample_id) DO UPDATE SET value = excluded.value,
-				invalid = excluded.invalid, details = excluded.details, stats = excluded.stats, created_at = excluded.created_at`,
-			runID, evalName, sampleID, scorer, sc.Value, sc.Invalid, string(details), string(stats), now)
+		_, err := s.exec(ctx, tx, insertScore,
+			runID, evalName, sampleID, scorer, value, sc.Invalid, string(details), string(stats), now)
 		return err
 	})
 	if err != nil {

@@ -133,6 +133,18 @@ var SchemaVersion = len(migrations)
 // version is re-read inside the write transaction: two processes opening the
 // same new journal at once must not both run migration 1.
 func migrate(ctx context.Context, conn *sql.Conn, list []string) error {
+	// Check first without the write lock, which the common case (a current
+	// journal, perhaps being written by a running hayloft) does not need.
+	var v int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(list) {
+		return newerSchemaError(v, len(list))
+	}
+	if v == len(list) {
+		return nil
+	}
 	for {
 		done, err := migrateOne(ctx, conn, list)
 		if err != nil || done {
@@ -157,7 +169,7 @@ func migrateOne(ctx context.Context, conn *sql.Conn, list []string) (done bool, 
 	}
 	switch {
 	case v > len(list):
-		return false, fmt.Errorf("schema version %d is newer than this hayloft understands (%d); use a newer hayloft or another journal", v, len(list))
+		return false, newerSchemaError(v, len(list))
 	case v == len(list):
 		return true, tx.Commit()
 	}
@@ -172,4 +184,8 @@ func migrateOne(ctx context.Context, conn *sql.Conn, list []string) (done bool, 
 		return false, fmt.Errorf("commit schema version %d: %w", v+1, err)
 	}
 	return false, nil
+}
+
+func newerSchemaError(found, known int) error {
+	return fmt.Errorf("schema version %d is newer than this hayloft understands (%d); use a newer hayloft or another journal", found, known)
 }

@@ -59,7 +59,12 @@ type Store struct {
 
 	// wconn is the writer goroutine's own connection, taken from db for the
 	// store's lifetime so writes never queue behind readers for a connection.
-	wconn   *sql.Conn
+	wconn *sql.Conn
+	// stmts are the hot statements, prepared once (database/sql then keeps
+	// one prepared copy per connection) to save parsing SQL for every row.
+	// The writer re-binds the inserts to its transaction; Tx.StmtContext
+	// reuses the copy prepared on wconn. Read-only after Open.
+	stmts   map[string]*sql.Stmt
 	ops     chan *writeOp // unbuffered: a send succeeds only when the writer takes it
 	closing chan struct{}
 	stopped chan struct{}
@@ -108,10 +113,22 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, openError(path, err)
 	}
+	stmts := make(map[string]*sql.Stmt, len(preparedStatements))
+	for _, q := range preparedStatements {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			closeStmts(stmts)
+			wconn.Close()
+			db.Close()
+			return nil, openError(path, fmt.Errorf("prepare %.40q: %w", q, err))
+		}
+		stmts[q] = st
+	}
 	s := &Store{
 		path:    path,
 		db:      db,
 		wconn:   wconn,
+		stmts:   stmts,
 		ops:     make(chan *writeOp),
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -161,7 +178,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		close(s.closing)
 		<-s.stopped
-		err = errors.Join(s.wconn.Close(), s.db.Close())
+		err = errors.Join(closeStmts(s.stmts), s.wconn.Close(), s.db.Close())
 		if err != nil {
 			err = fmt.Errorf("close journal %s: %w", s.path, err)
 		}
@@ -250,6 +267,29 @@ func (s *Store) inTx(ctx context.Context, f func(context.Context, *sql.Tx) error
 		return fmt.Errorf("journal %s: commit: %w", s.path, err)
 	}
 	return nil
+}
+
+// preparedStatements are prepared at Open.
+var preparedStatements = []string{
+	insertResponse, insertFailure, insertAttempt, insertSample, insertScore, insertEmbedding,
+	selectResponse, selectEmbedding,
+}
+
+func closeStmts(stmts map[string]*sql.Stmt) error {
+	var errs []error
+	for _, st := range stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// exec runs query in the writer's transaction, through its prepared
+// statement when there is one.
+func (s *Store) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st, ok := s.stmts[query]; ok {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
 }
 
 // timeFormat is fixed-width so that stored times sort as text.

@@ -5,6 +5,7 @@ package builtin
 
 import (
 	"github.com/hayloft/hayloft/plugins/models/baseline"
+	"github.com/hayloft/hayloft/plugins/models/bridge"
 	"github.com/hayloft/hayloft/plugins/models/openai"
 	"github.com/hayloft/hayloft/plugins/retrievers/none"
 	"github.com/hayloft/hayloft/plugins/scorers/bleu"
@@ -30,11 +31,12 @@ func Set(version string) *sdk.Set {
 	s := sdk.NewSet(Name, version)
 
 	s.RegisterTask(jsonl.Name, jsonl.New)
-	s.RegisterTask(niah.Name, niah.New)
+	s.RegisterTask("niah", niah.New)
 	s.RegisterTask(cstask.Name, cstask.New)
 
 	s.RegisterModel(openai.Name, openai.New)
 	s.RegisterModel(baseline.Name, baseline.New)
+	s.RegisterModel(bridge.Name, bridge.New)
 
 	s.RegisterScorer(exact.Name, exact.New)
 	s.RegisterScorer("accuracy", exact.New)
@@ -44,7 +46,7 @@ func Set(version string) *sdk.Set {
 	s.RegisterScorer(bleu.Name, bleu.New)
 	s.RegisterScorer(f1.Name, f1.New)
 	s.RegisterScorer(mae.Name, mae.New)
-	s.RegisterScorer(niahscorer.Name, niahscorer.New)
+	s.RegisterScorer("niah", niahscorer.New)
 	s.RegisterScorer(countingstars.Name, countingstars.New)
 	s.RegisterScorer(wasm.Name, wasm.New)
 

@@ -157,12 +157,7 @@ func generateResponseToProto(r *sdk.GenerateResponse) *pb.GenerateResponse {
 		FinishReason: r.FinishReason,
 		Usage:        &pb.Usage{PromptTokens: int64(r.Usage.PromptTokens), CompletionTokens: int64(r.Usage.CompletionTokens)},
 	}
-	if len(r.Attempts) > 0 {
-		out.Attempts = make([]*pb.Attempt, len(r.Attempts))
-		for i, a := range r.Attempts {
-			out.Attempts[i] = &pb.Attempt{Status: int64(a.Status), LatencyMs: a.LatencyMS, Error: a.Error}
-		}
-	}
+	out.Attempts = attemptsToProto(r.Attempts)
 	return out
 }
 
@@ -175,12 +170,7 @@ func generateResponseFromProto(p *pb.GenerateResponse) *sdk.GenerateResponse {
 			CompletionTokens: int(p.GetUsage().GetCompletionTokens()),
 		},
 	}
-	if as := p.GetAttempts(); len(as) > 0 {
-		out.Attempts = make([]sdk.Attempt, len(as))
-		for i, a := range as {
-			out.Attempts[i] = sdk.Attempt{Status: int(a.GetStatus()), LatencyMS: a.GetLatencyMs(), Error: a.GetError()}
-		}
-	}
+	out.Attempts = attemptsFromProto(p.GetAttempts())
 	return out
 }
 
@@ -272,6 +262,28 @@ func tokenizeResponseFromProto(p *pb.TokenizeResponse) *sdk.TokenizeResponse {
 			ids[j] = int(id)
 		}
 		out.Tokens[i] = ids
+	}
+	return out
+}
+
+func attemptsToProto(as []sdk.Attempt) []*pb.Attempt {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]*pb.Attempt, len(as))
+	for i, a := range as {
+		out[i] = &pb.Attempt{Status: int64(a.Status), LatencyMs: a.LatencyMS, Error: a.Error}
+	}
+	return out
+}
+
+func attemptsFromProto(as []*pb.Attempt) []sdk.Attempt {
+	if len(as) == 0 {
+		return nil
+	}
+	out := make([]sdk.Attempt, len(as))
+	for i, a := range as {
+		out[i] = sdk.Attempt{Status: int(a.GetStatus()), LatencyMS: a.GetLatencyMs(), Error: a.GetError()}
 	}
 	return out
 }

@@ -22,6 +22,10 @@ var ErrConnection = errors.New("plugin connection lost")
 // added by wrapping survives even though only the typed core is rebuilt.
 func errorToProto(err error) *pb.Error {
 	e := &pb.Error{Message: err.Error()}
+	var ae *sdk.AttemptsError
+	if errors.As(err, &ae) {
+		e.Attempts = attemptsToProto(ae.Attempts)
+	}
 	var (
 		ce *sdk.ConfigError
 		re *sdk.RetryableError
@@ -66,6 +70,14 @@ func withText(msg string, err error) error {
 
 // errorFromProto rebuilds the Go error a component returned.
 func errorFromProto(e *pb.Error) error {
+	err := typedFromProto(e)
+	if as := e.GetAttempts(); len(as) > 0 {
+		return &sdk.AttemptsError{Attempts: attemptsFromProto(as), Err: err}
+	}
+	return err
+}
+
+func typedFromProto(e *pb.Error) error {
 	msg := e.GetMessage()
 	switch e.GetKind() {
 	case pb.Error_KIND_CONFIG:

@@ -85,10 +85,10 @@ func (s *Server) component(kind sdk.Kind) (any, error) {
 	c, k := s.comp, s.ckind
 	s.mu.RUnlock()
 	if c == nil {
-		return nil, status.Error(codes.FailedPrecondition, "plugin component not configured: call Configure first")
+		return nil, plainStatus(codes.FailedPrecondition, "plugin component not configured: call Configure first")
 	}
 	if k != kind {
-		return nil, status.Errorf(codes.Unimplemented, "the configured component is a %s, not a %s", k, kind)
+		return nil, toStatus(fmt.Errorf("the configured component is a %s, not a %s: %w", k, kind, sdk.ErrUnsupported))
 	}
 	return c, nil
 }
@@ -102,11 +102,11 @@ func (l lifecycleServer) Configure(ctx context.Context, req *pb.ConfigureRequest
 	s := l.s
 	proto := protocolName()
 	if req.GetProtocol() != "" && req.GetProtocol() != proto {
-		return nil, status.Errorf(codes.FailedPrecondition, "plugin %q speaks %s, this hayloft speaks %s", s.set.Name, proto, req.GetProtocol())
+		return nil, plainStatus(codes.FailedPrecondition, "plugin %q speaks %s, this hayloft speaks %s", s.set.Name, proto, req.GetProtocol())
 	}
 	kind, name := sdk.Kind(req.GetKind()), req.GetName()
 	if s.kind != "" && (kind != s.kind || name != s.name) {
-		return nil, status.Errorf(codes.FailedPrecondition, "this process serves %s %q, not %s %q", s.kind, s.name, kind, name)
+		return nil, plainStatus(codes.FailedPrecondition, "this process serves %s %q, not %s %q", s.kind, s.name, kind, name)
 	}
 	if !s.set.Has(kind, name) {
 		return nil, toStatus(fmt.Errorf("plugin %q has no %s %q: %w", s.set.Name, kind, name, sdk.ErrUnsupported))
@@ -114,7 +114,7 @@ func (l lifecycleServer) Configure(ctx context.Context, req *pb.ConfigureRequest
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.comp != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "plugin component already configured as %s", s.ckind)
+		return nil, plainStatus(codes.FailedPrecondition, "plugin component already configured as %s", s.ckind)
 	}
 	c, err := s.set.New(ctx, kind, name, sdk.Options(req.GetOptionsJson()))
 	if err != nil {
@@ -155,7 +155,7 @@ func (l lifecycleServer) Validate(ctx context.Context, _ *pb.ValidateRequest) (*
 	c := l.s.comp
 	l.s.mu.RUnlock()
 	if c == nil {
-		return nil, status.Error(codes.FailedPrecondition, "plugin component not configured: call Configure first")
+		return nil, plainStatus(codes.FailedPrecondition, "plugin component not configured: call Configure first")
 	}
 	if v, ok := c.(sdk.Validator); ok {
 		if err := v.Validate(ctx); err != nil {
@@ -226,7 +226,7 @@ func (m modelServer) Generate(ctx context.Context, req *pb.GenerateRequest) (*pb
 		return nil, toStatus(err)
 	}
 	if resp == nil {
-		return nil, status.Error(codes.Internal, "model returned neither a response nor an error")
+		return nil, plainStatus(codes.Internal, "model returned neither a response nor an error")
 	}
 	return generateResponseToProto(resp), nil
 }
@@ -245,7 +245,7 @@ func (m modelServer) Tokenize(ctx context.Context, req *pb.TokenizeRequest) (*pb
 		return nil, toStatus(err)
 	}
 	if resp == nil {
-		return nil, status.Error(codes.Internal, "tokenizer returned neither a response nor an error")
+		return nil, plainStatus(codes.Internal, "tokenizer returned neither a response nor an error")
 	}
 	return tokenizeResponseToProto(resp), nil
 }
@@ -269,7 +269,7 @@ func (sc scorerServer) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.Sco
 		return nil, toStatus(err)
 	}
 	if resp == nil {
-		return nil, status.Error(codes.Internal, "scorer returned neither a response nor an error")
+		return nil, plainStatus(codes.Internal, "scorer returned neither a response nor an error")
 	}
 	out, err := scoreResponseToProto(resp)
 	return out, toStatus(err)
@@ -295,7 +295,7 @@ func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) 
 		return nil, toStatus(err)
 	}
 	if resp == nil {
-		return nil, status.Error(codes.Internal, "aggregator returned neither a response nor an error")
+		return nil, plainStatus(codes.Internal, "aggregator returned neither a response nor an error")
 	}
 	out, err := aggregateResponseToProto(resp)
 	return out, toStatus(err)
@@ -320,8 +320,19 @@ func (rs retrieverServer) Retrieve(ctx context.Context, req *pb.RetrieveRequest)
 		return nil, toStatus(err)
 	}
 	if resp == nil {
-		return nil, status.Error(codes.Internal, "retriever returned neither a response nor an error")
+		return nil, plainStatus(codes.Internal, "retriever returned neither a response nor an error")
 	}
 	out, err := retrieveResponseToProto(resp)
 	return out, toStatus(err)
+}
+
+// plainStatus is an error of the protocol itself (not the component's),
+// carrying a detail so the host shows the message as it is.
+func plainStatus(code codes.Code, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	st, err := status.New(code, msg).WithDetails(&pb.Error{Message: msg})
+	if err != nil {
+		return status.Error(code, msg)
+	}
+	return st.Err()
 }

@@ -135,6 +135,14 @@ func (h head) Retrieve(_ context.Context, req *sdk.RetrieveRequest) (*sdk.Retrie
 	return &sdk.RetrieveResponse{Context: c, Chunks: []sdk.Chunk{{ID: 0, Offset: 0, Score: 1}}, Details: map[string]any{"kept": float64(len(c))}}, nil
 }
 
+// Validate refuses absurd sizes; it exists to test sdk.Validator remotely.
+func (h head) Validate(context.Context) error {
+	if h.k > 1<<30 {
+		return sdk.Configf("k", "%d bytes is more than any context", h.k)
+	}
+	return nil
+}
+
 func testSet(stopped chan int) *sdk.Set {
 	set := sdk.NewSet("testplugins", "0.1.0")
 	set.RegisterTask("counter", func(_ context.Context, o sdk.Options) (sdk.Task, error) {
@@ -226,6 +234,7 @@ func TestEarlyStopReachesPlugin(t *testing.T) {
 func TestCancelTask(t *testing.T) {
 	task := sdktest.Task(t, testSet(nil), "counter", map[string]any{"n": 1000000})
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	n := 0
 	var last error
 	for _, err := range task.Samples(ctx, &sdk.SamplesRequest{}) {
@@ -388,5 +397,25 @@ func BenchmarkScoreLoopback(b *testing.B) {
 		if _, err := s.Score(ctx, req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestValidateOverGRPC(t *testing.T) {
+	set := testSet(nil)
+	if err := sdktest.Retriever(t, set, "head", nil).Validate(context.Background()); err != nil {
+		t.Errorf("valid retriever: %v", err)
+	}
+	r := sdktest.Retriever(t, set, "head", map[string]any{"k": 1 << 31})
+	if !r.Info().Has(plugin.CapValidator) {
+		t.Errorf("capabilities %v lack validator", r.Info().Capabilities)
+	}
+	err := r.Validate(context.Background())
+	var ce *sdk.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "k" {
+		t.Errorf("got %#v, want a *sdk.ConfigError for k", err)
+	}
+	// A component without Validate passes.
+	if err := sdktest.Model(t, set, "plain", nil).Validate(context.Background()); err != nil {
+		t.Errorf("model without a validator: %v", err)
 	}
 }

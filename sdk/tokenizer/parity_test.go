@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +20,21 @@ import (
 func reference(t testing.TB, name string) *tiktoken.Tiktoken {
 	t.Helper()
 	refOnce.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
-	enc, err := tiktoken.GetEncoding(name)
+	// GetEncoding rebuilds its tables on every call; keep one per name.
+	f, _ := refEncs.LoadOrStore(name, sync.OnceValues(func() (*tiktoken.Tiktoken, error) {
+		return tiktoken.GetEncoding(name)
+	}))
+	enc, err := f.(func() (*tiktoken.Tiktoken, error))()
 	if err != nil {
 		t.Fatalf("reference %s: %v", name, err)
 	}
 	return enc
 }
 
-var refOnce sync.Once
+var (
+	refOnce sync.Once
+	refEncs sync.Map // name → func() (*tiktoken.Tiktoken, error)
+)
 
 // corpusPart is one named slice of the mixed test corpus.
 type corpusPart struct {
@@ -164,10 +172,19 @@ func firstDiff(a, b []int) int {
 	return -1
 }
 
-// github.com/tiktoken-go/tokenizer splits runs of spaces and newlines
-// differently from the o200k regex; pkoukk and we follow the regex, where
-// `\s*[\r\n]+` takes the whole run up to its last newline as one piece.
+// github.com/tiktoken-go/tokenizer (v0.10.0) splits runs of spaces and
+// newlines differently from the o200k regex: it encodes " \n\n \n\n" as
+// [1202 1202] (" \n\n" twice). pkoukk and we follow the regex, where
+// `\s*[\r\n]+` takes the whole run up to its last newline as one piece,
+// which o200k has as the single token 61755.
 func TestKnownDisagreementWhitespaceRuns(t *testing.T) {
+	o200k, err := Get("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o200k.Encode(" \n\n \n\n"); !slices.Equal(got, []int{61755}) {
+		t.Errorf("o200k %q = %v, want [61755]", " \n\n \n\n", got)
+	}
 	cases := []struct {
 		enc, text string
 		pieces    []string
@@ -185,7 +202,7 @@ func TestKnownDisagreementWhitespaceRuns(t *testing.T) {
 		}
 		var pieces []string
 		for i := 0; i < len(c.text); {
-			j := e.split(c.text, i)
+			j := e.split(e.classes, c.text, i)
 			pieces = append(pieces, c.text[i:j])
 			i = j
 		}
@@ -277,4 +294,33 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// Random strings over an alphabet chosen to exercise every branch of the
+// split patterns: each Unicode class the regexes name (Lu, Ll, Lt, Lm, Lo,
+// M, N of all kinds, several kinds of space), newlines, slashes, apostrophes
+// before contraction letters, and multi-byte symbols.
+func TestParityRandomTrickyStrings(t *testing.T) {
+	alphabet := []string{
+		"a", "Z", "s", "t", "re", "VE", "ll", "D", "m", "'", "'", "ǅ", "ʰ", "ª", "中", "国", "\u0301", "\u0903", "\u20dd",
+		"1", "٣", "Ⅻ", "½", "²", " ", " ", " ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u3000", "\u2028", "\u0085", "\v",
+		"/", ".", "!", "-", "$", "😀", "👍🏽", "\u200d", "ſ", "K", "İ", "ß", "\U0001d400", "\U00010400", "\U000e0001",
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	encs := []string{"cl100k_base", "o200k_base", "r50k_base"}
+	for i := range 3000 {
+		var sb strings.Builder
+		for range 1 + rng.IntN(24) {
+			sb.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := sb.String()
+		name := encs[i%len(encs)]
+		e, err := Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := e.Encode(s), reference(t, name).EncodeOrdinary(s); !slices.Equal(got, want) {
+			t.Fatalf("%s %q: got %v, reference %v", name, s, got, want)
+		}
+	}
 }

@@ -12,7 +12,7 @@ import (
 // backtracking semantics worked out per alternative (see the comments).
 // Character classes follow Go's unicode tables, as regexp2 (which
 // tiktoken-go uses) does; invalid UTF-8 bytes count as U+FFFD, one byte each.
-type splitFunc func(s string, i int) int
+type splitFunc func(cl classes, s string, i int) int
 
 // Character class bits.
 const (
@@ -58,8 +58,8 @@ var bmpClasses = sync.OnceValue(func() *[0x10000]uint8 {
 	return &t
 })
 
-// classes is a view of the table plus the fallback, passed by value so the
-// hot loop does not go through the sync.Once each character.
+// classes classifies runes: the BMP table, and classify beyond it. An
+// Encoding holds one, so the hot loop never goes through the sync.Once.
 type classes struct{ bmp *[0x10000]uint8 }
 
 // at returns the class and width of the rune at s[i].
@@ -148,8 +148,7 @@ func (cl classes) whitespace(s string, i int, newlines bool) int {
 //
 //	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
 //	 ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-func splitCL100K(s string, i int) int {
-	cl := classes{bmpClasses()}
+func splitCL100K(cl classes, s string, i int) int {
 	if n := contraction(s, i, true); n > 0 {
 		return i + n
 	}
@@ -213,8 +212,7 @@ func containsByte(set string, b byte) bool {
 //	[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
 //	[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
 //	\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
-func splitO200K(s string, i int) int {
-	cl := classes{bmpClasses()}
+func splitO200K(cl classes, s string, i int) int {
 	c, w := cl.at(s, i)
 	// The optional prefix is tried taken, then not taken, for each of the
 	// two word alternatives in turn.
@@ -284,8 +282,7 @@ func (cl classes) o200kWordUpper(s string, a int) int {
 // splitGPT2 matches r50k/p50k/gpt2's
 //
 //	's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-func splitGPT2(s string, i int) int {
-	cl := classes{bmpClasses()}
+func splitGPT2(cl classes, s string, i int) int {
 	if n := contraction(s, i, false); n > 0 {
 		return i + n
 	}

@@ -101,3 +101,22 @@ func TestGetCachesPerName(t *testing.T) {
 		t.Errorf("Name = %q", a.Name())
 	}
 }
+
+// Invalid UTF-8 is encoded byte for byte, so decoding gives the input back.
+func TestInvalidUTF8RoundTrip(t *testing.T) {
+	for _, name := range []string{"cl100k_base", "o200k_base", "r50k_base"} {
+		e, err := Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"abc\xff\xfe def", "\xe4\xbd", "x\x80\x80\x80y", "你\xe5好 \xf0\x9f\x91"} {
+			ids := e.Encode(s)
+			if got := e.Decode(ids); got != s {
+				t.Errorf("%s: Decode(Encode(%q)) = %q", name, s, got)
+			}
+			if n := e.Count(s); n != len(ids) {
+				t.Errorf("%s %q: Count %d, len(Encode) %d", name, s, n, len(ids))
+			}
+		}
+	}
+}

@@ -25,16 +25,7 @@ const maxBody = 256 << 20
 // last attempt's error (a *sdk.RetryableError when retries ran out, a
 // *sdk.RequestError when the request can never succeed, or the context's
 // error), so errors.As sees through to it.
-type AttemptsError struct {
-	Attempts []sdk.Attempt
-	Err      error
-}
-
-func (e *AttemptsError) Error() string {
-	return fmt.Sprintf("%v (%d attempt%s)", e.Err, len(e.Attempts), plural(len(e.Attempts)))
-}
-
-func (e *AttemptsError) Unwrap() error { return e.Err }
+type AttemptsError = sdk.AttemptsError
 
 func plural(n int) string {
 	if n == 1 {

@@ -142,23 +142,20 @@ func closestRefLen(hypLen int, refLens []int) int {
 // use; the scorer pools them.
 type counter struct {
 	vocab  map[string]uint32
-	orders []map[uint64]uint32 // orders[k] interns (k+1)-grams, k >= 1
-	refMax [][]int32           // per order: max count over references
-	cnt    [][]int32           // per order: scratch counts, kept zeroed
-	ids    [][]int32           // per order: ids of the current sequence
+	orders []idTable // orders[k] interns (k+1)-grams, k >= 1
+	refMax [][]int32 // per order: max count over references
+	cnt    [][]int32 // per order: scratch counts, kept zeroed
+	ids    [][]int32 // per order: ids of the current sequence
 	fields []string
 }
 
 func newCounter(maxOrder int) *counter {
 	c := &counter{
 		vocab:  map[string]uint32{},
-		orders: make([]map[uint64]uint32, maxOrder),
+		orders: make([]idTable, maxOrder),
 		refMax: make([][]int32, maxOrder),
 		cnt:    make([][]int32, maxOrder),
 		ids:    make([][]int32, maxOrder),
-	}
-	for k := 1; k < maxOrder; k++ {
-		c.orders[k] = map[uint64]uint32{}
 	}
 	return c
 }
@@ -166,9 +163,7 @@ func newCounter(maxOrder int) *counter {
 func (c *counter) reset() {
 	clear(c.vocab)
 	for k := range c.orders {
-		if c.orders[k] != nil {
-			clear(c.orders[k])
-		}
+		c.orders[k].reset()
 		c.refMax[k] = c.refMax[k][:0]
 	}
 }
@@ -200,10 +195,12 @@ func (c *counter) sequence(toks []string, intern bool) {
 				continue
 			}
 			key := uint64(p)<<32 | uint64(last)
-			id, ok := c.orders[k][key]
-			if !ok && intern {
-				id, ok = uint32(len(c.orders[k])), true
-				c.orders[k][key] = id
+			var id uint32
+			ok := true
+			if intern {
+				id = c.orders[k].intern(key)
+			} else {
+				id, ok = c.orders[k].get(key)
 			}
 			if ok {
 				c.ids[k] = append(c.ids[k], int32(id))
@@ -235,7 +232,7 @@ func (c *counter) stats(hyp []string, refs [][]string) []float64 {
 		for k := 0; k < n; k++ {
 			size := len(c.vocab)
 			if k > 0 {
-				size = len(c.orders[k])
+				size = c.orders[k].len()
 			}
 			c.refMax[k] = grow(c.refMax[k], size)
 			c.cnt[k] = grow(c.cnt[k], size)

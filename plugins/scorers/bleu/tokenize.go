@@ -15,9 +15,14 @@ const (
 	TokenizeIntl = "intl"
 )
 
-// tokenizeFunc turns a segment into sacrebleu's tokenized string; n-grams
-// are then taken over its whitespace-separated fields.
+// tokenizeFunc turns a segment into sacrebleu's tokenized string, except
+// that whitespace is left as it falls: sacrebleu's final ' '.join(split())
+// is skipped because n-grams are taken over the fields anyway
+// (normalizeSpace gives the exact sacrebleu string).
 type tokenizeFunc func(string) string
+
+// normalizeSpace is sacrebleu's ' '.join(line.split()).
+func normalizeSpace(s string) string { return strings.Join(pyFields(s), " ") }
 
 func tokenizerFor(name string) (tokenizeFunc, bool) {
 	switch name {
@@ -46,7 +51,49 @@ func pyIsSpace(r rune) bool {
 	return 0x2000 <= r && r <= 0x200a
 }
 
-func pyFields(s string) []string { return strings.FieldsFunc(s, pyIsSpace) }
+// pyFields is Python's str.split() with no argument. ASCII bytes are
+// classified without decoding, which is most text.
+func pyFields(s string) []string {
+	n := 0
+	in := false
+	for i := 0; i < len(s); {
+		sp, size := spaceAt(s, i)
+		if !sp && !in {
+			n++
+		}
+		in = !sp
+		i += size
+	}
+	out := make([]string, 0, n)
+	start := -1
+	for i := 0; i < len(s); {
+		sp, size := spaceAt(s, i)
+		if sp {
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += size
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// asciiSpace marks the ASCII characters Python's str.split() splits on.
+var asciiSpace = [128]bool{' ': true, '\t': true, '\n': true, '\v': true, '\f': true, '\r': true, 0x1c: true, 0x1d: true, 0x1e: true, 0x1f: true}
+
+func spaceAt(s string, i int) (bool, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiSpace[c], 1
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	return pyIsSpace(r), size
+}
 
 func pyStrip(s string) string  { return strings.TrimFunc(s, pyIsSpace) }
 func pyRStrip(s string) string { return strings.TrimRightFunc(s, pyIsSpace) }
@@ -190,7 +237,7 @@ func regexpRules(line string) string {
 		b4 = append(b4, b3[i])
 		i++
 	}
-	return strings.Join(pyFields(string(b4)), " ")
+	return string(b4)
 }
 
 func slicesGrow(b []byte, n int) []byte {
@@ -203,10 +250,15 @@ func slicesGrow(b []byte, n int) []byte {
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // isRule1 is the class [\{-\~\[-\` -\&\(-\+\:-\@\/].
-func isRule1(c byte) bool {
-	return ('{' <= c && c <= '~') || ('[' <= c && c <= '`') || (' ' <= c && c <= '&') ||
-		('(' <= c && c <= '+') || (':' <= c && c <= '@') || c == '/'
-}
+func isRule1(c byte) bool { return rule1[c] }
+
+var rule1 = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = ('{' <= c && c <= '~') || ('[' <= c && c <= '`') || (' ' <= c && c <= '&') ||
+			('(' <= c && c <= '+') || (':' <= c && c <= '@') || c == '/'
+	}
+	return t
+}()
 
 // zhRanges are sacrebleu's _UCODE_RANGES for TokenizerZh. Two of its Python
 // literals are five hex digits after \u, which Python reads as four digits
@@ -319,5 +371,5 @@ func tokenizeIntl(line string) string {
 			b.WriteRune(r)
 		}
 	}
-	return strings.Join(pyFields(b.String()), " ")
+	return b.String()
 }

@@ -1,5 +1,7 @@
 package rougel
 
+import "math/bits"
+
 // Score is precision, recall and F of one comparison, under rouge_score's
 // field names.
 type Score struct {
@@ -37,37 +39,85 @@ func weightedF(p, r, alpha float64) float64 {
 	return p * r / den
 }
 
-// lcsLen returns the length of the longest common subsequence of a and b in
-// O(len(a)·len(b)) time and O(min(len(a), len(b))) memory: one row over the
-// shorter sequence. row is scratch space, grown as needed and returned.
-func lcsLen(a, b []int32, row []int32) (int, []int32) {
-	if len(a) < len(b) {
+// lcsBuf is reusable scratch memory for lcsLen.
+type lcsBuf struct {
+	head []int32  // per symbol: last position in the shorter sequence, -1 if none
+	next []int32  // per position: previous position with the same symbol
+	v, m []uint64 // bit rows over the shorter sequence
+}
+
+// lcsLen returns the length of the longest common subsequence of a and b
+// (non-negative symbols). It is the bit-parallel form of the O(n·m) dynamic
+// program (Hyyrö 2004): one row of the table over the shorter sequence is
+// kept as a bit vector V whose zero bits count the LCS so far, and each
+// symbol of the longer sequence updates it as V = (V + (V & M)) | (V &^ M),
+// M being the positions where the symbol occurs. Time O(n·m/64), memory
+// O(min(n, m)) words plus a symbol index. buf may be nil.
+func lcsLen(a, b []int32, buf *lcsBuf) int {
+	if len(a) > len(b) {
 		a, b = b, a
 	}
-	if len(b) == 0 {
-		return 0, row
+	if len(a) == 0 {
+		return 0
 	}
-	if cap(row) < len(b)+1 {
-		row = make([]int32, len(b)+1)
+	if buf == nil {
+		buf = &lcsBuf{}
 	}
-	row = row[:len(b)+1]
-	clear(row)
+	maxSym := int32(0)
 	for _, x := range a {
-		var diag int32 // row[j-1] of the previous row
-		left := int32(0)
-		for j, y := range b {
-			up := row[j+1]
-			cur := up
-			if x == y {
-				cur = diag + 1
-			} else if left > up {
-				cur = left
-			}
-			row[j+1] = cur
-			diag, left = up, cur
+		maxSym = max(maxSym, x)
+	}
+	buf.head = resize(buf.head, int(maxSym)+1)
+	for i := range buf.head {
+		buf.head[i] = -1
+	}
+	buf.next = resize(buf.next, len(a))
+	for i, x := range a {
+		buf.next[i] = buf.head[x]
+		buf.head[x] = int32(i)
+	}
+	words := (len(a) + 63) / 64
+	if cap(buf.v) < words {
+		buf.v, buf.m = make([]uint64, words), make([]uint64, words)
+	}
+	v, m := buf.v[:words], buf.m[:words]
+	for k := range v {
+		v[k] = ^uint64(0)
+		m[k] = 0
+	}
+	for _, y := range b {
+		if y > maxSym || buf.head[y] < 0 {
+			continue // no match anywhere: V is unchanged
+		}
+		for p := buf.head[y]; p >= 0; p = buf.next[p] {
+			m[p>>6] |= 1 << (p & 63)
+		}
+		var carry uint64
+		for k := range v {
+			u := v[k] & m[k]
+			var sum uint64
+			sum, carry = bits.Add64(v[k], u, carry)
+			v[k] = sum | (v[k] &^ m[k])
+		}
+		for p := buf.head[y]; p >= 0; p = buf.next[p] {
+			m[p>>6] = 0
 		}
 	}
-	return int(row[len(b)]), row
+	zeros := 0
+	for k, w := range v {
+		if rem := len(a) - 64*k; rem < 64 {
+			w |= ^uint64(0) << rem // bits past the end do not count
+		}
+		zeros += bits.OnesCount64(^w)
+	}
+	return zeros
+}
+
+func resize(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
 }
 
 // lcsTable is the full (len(ref)+1)×(len(can)+1) dynamic-programming table,

@@ -160,7 +160,7 @@ func legacyL(hyp, ref string) Score {
 	}
 	v := interner{}
 	h, r := v.ids(hw), v.ids(rw)
-	l, _ := lcsLen(r, h, nil)
+	l := lcsLen(r, h, nil)
 	rc := float64(l) / float64(len(rw))
 	p := float64(l) / float64(len(hw))
 	beta := p / (rc + 1e-12)

@@ -6,7 +6,7 @@
 // summary-level union LCS, and score_multi's choice of the reference with the
 // highest F. Mode "pltrdy" reproduces the `rouge` package LongBench uses, and
 // "pltrdy_legacy" its 2017 version. Details carry rouge_score's field names:
-// precision, recall, fmeasure; Value is fmeasure.
+// precision, recall, fmeasure, plus tokenizer; Value is fmeasure.
 //
 // rouge_score's tokenizer drops every non-ASCII character, so Chinese scores 0
 // under it; tokenizer "char" makes each CJK character a token instead.
@@ -60,7 +60,7 @@ type Scorer struct {
 type scratch struct {
 	vocab interner
 	toks  []string
-	row   []int32
+	lcs   lcsBuf
 }
 
 // New builds the rougel scorer.
@@ -147,6 +147,9 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 			"precision": best.Precision,
 			"recall":    best.Recall,
 			"fmeasure":  best.Fmeasure,
+			// Named so reports can say how Chinese was tokenized: the
+			// default tokenizer scores it 0.
+			"tokenizer": s.opts.Tokenizer,
 		},
 	}, nil
 }
@@ -183,8 +186,7 @@ func (s *Scorer) compare(target, prediction string) Score {
 	if len(ref) == 0 || len(can) == 0 {
 		return Score{}
 	}
-	var l int
-	l, sc.row = lcsLen(ref, can, sc.row)
+	l := lcsLen(ref, can, &sc.lcs)
 	p := float64(l) / float64(len(can))
 	r := float64(l) / float64(len(ref))
 	return s.withAlpha(Score{Precision: p, Recall: r, Fmeasure: fmeasure(p, r)})

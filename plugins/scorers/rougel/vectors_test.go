@@ -137,7 +137,7 @@ func TestReferenceVectors(t *testing.T) {
 					Indices []int `json:"lcs_ref_indices"`
 				}
 				mustJSON(t, v.Expected, &exp)
-				if l, _ := lcsLen(ref, v.Candidate, nil); l != exp.Length {
+				if l := lcsLen(ref, v.Candidate, nil); l != exp.Length {
 					t.Errorf("lcsLen = %d, want %d", l, exp.Length)
 				}
 				idx := lcsRefIndices(ref, v.Candidate, lcsTable(ref, v.Candidate), false)
@@ -159,7 +159,7 @@ func TestReferenceVectors(t *testing.T) {
 				hyp, ref := tokenIDs(vocab, v.HypTokens), tokenIDs(vocab, v.RefTokens)
 				var got Score
 				if len(hyp) > 0 && len(ref) > 0 {
-					l, _ := lcsLen(ref, hyp, nil)
+					l := lcsLen(ref, hyp, nil)
 					got.Precision = float64(l) / float64(len(hyp))
 					got.Recall = float64(l) / float64(len(ref))
 					got.Fmeasure = weightedF(got.Precision, got.Recall, alpha)

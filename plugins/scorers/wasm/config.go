@@ -33,6 +33,10 @@ type config struct {
 	MaxInputBytes  int64           `json:"max_input_bytes"`
 	MaxOutputBytes int64           `json:"max_output_bytes"`
 	Options        json.RawMessage `json:"options"`
+	// IncludeContext sends the sample's context to the module. Off by
+	// default: a long-context sample's document is most of its bytes, would
+	// overrun max_input_bytes, and few scorers read it.
+	IncludeContext bool `json:"include_context"`
 
 	timeout time.Duration
 	// cacheDir is where compiled code is kept; empty means the user cache

@@ -39,7 +39,7 @@ const (
 type instance struct {
 	mod                      api.Module
 	malloc, free, score, agg api.Function
-	stderr                   *tailWriter
+	stdout, stderr           *outputWriter
 }
 
 // instantiate starts a fresh instance of the compiled module, running its
@@ -48,8 +48,8 @@ type instance struct {
 func (s *scorer) instantiate(ctx context.Context) (*instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	stderr := &tailWriter{log: s.glog, level: hclog.Warn}
-	stdout := &tailWriter{log: s.glog, level: hclog.Info}
+	stderr := &outputWriter{log: s.glog, level: hclog.Warn}
+	stdout := &outputWriter{log: s.glog, level: hclog.Info}
 	// No WithFS, WithEnv, WithArgs, WithSysWalltime, WithSysNanotime or
 	// WithRandSource: wazero's defaults are no files, no environment, no
 	// arguments, a fake clock and a seeded random source, which keeps guests
@@ -60,11 +60,19 @@ func (s *scorer) instantiate(ctx context.Context) (*instance, error) {
 		WithStdout(stdout).
 		WithStderr(stderr)
 	mod, err := s.rt.InstantiateModule(ctx, s.compiled, mc)
+	stdout.flush()
+	stderr.flush()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, &sdk.RequestError{Code: CodeTimeout, Msg: fmt.Sprintf("module %s: _initialize ran longer than %s", s.name, s.cfg.timeout)}
+		s.glog.log.Debug("instantiation failed", "error", err)
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return nil, &sdk.RequestError{Code: CodeTimeout, Msg: fmt.Sprintf("module %s: _initialize ran longer than the timeout %s", s.name, s.cfg.timeout)}
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("module %s: instantiate: %w", s.name, context.Cause(ctx))
+		case saysOutOfMemory(stderr):
+			return nil, &sdk.RequestError{Code: CodeMemory, Msg: fmt.Sprintf("module %s: _initialize ran out of memory (memory_mb %d)%s", s.name, s.cfg.MemoryMB, lastWords(stderr))}
 		}
-		return nil, fmt.Errorf("module %s: instantiate: %w%s", s.name, err, lastWords(stderr))
+		return nil, &sdk.RequestError{Code: CodeTrap, Msg: fmt.Sprintf("module %s: instantiate: %s%s", s.name, firstLine(err), lastWords(stderr))}
 	}
 	stdout.reset()
 	return &instance{
@@ -73,6 +81,7 @@ func (s *scorer) instantiate(ctx context.Context) (*instance, error) {
 		free:   mod.ExportedFunction(exportFree),
 		score:  mod.ExportedFunction(exportScore),
 		agg:    mod.ExportedFunction(exportAggregate),
+		stdout: stdout,
 		stderr: stderr,
 	}, nil
 }
@@ -81,51 +90,45 @@ func (in *instance) close(ctx context.Context) {
 	_ = in.mod.Close(ctx) // the instance is being thrown away; nothing to report
 }
 
-// callError is a failed guest call. Discard tells whether the instance may
-// be in a bad state (or is already closed) and must not be reused.
-type callError struct {
-	err     error
-	discard bool
-}
-
 // call copies input into the guest, runs fn on it and returns a copy of the
 // output. Everything runs under one deadline, so a guest cannot stretch a
-// call by stalling in malloc or free.
-func (s *scorer) call(ctx context.Context, in *instance, fn api.Function, input []byte) ([]byte, *callError) {
+// call by stalling in malloc or free. Any error means the instance may be in
+// a bad state, or is already closed, and must not be reused.
+func (s *scorer) call(ctx context.Context, in *instance, fn api.Function, input []byte) ([]byte, error) {
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
 	in.stderr.reset()
-	fail := func(err error) *callError {
-		return &callError{err: s.classify(ctx, callCtx, in, fn.Definition().Name(), err), discard: true}
-	}
+	defer in.stdout.flush()
+	defer in.stderr.flush()
+	name := fn.Definition().Name()
 	res, err := in.malloc.Call(callCtx, uint64(len(input)))
 	if err != nil {
-		return nil, fail(err)
+		return nil, s.classify(ctx, callCtx, in, exportMalloc, err)
 	}
 	inPtr := uint32(res[0])
 	if !in.mod.Memory().Write(inPtr, input) {
-		return nil, &callError{discard: true, err: &sdk.RequestError{Code: CodeBadOutput,
-			Msg: fmt.Sprintf("module %s: malloc(%d) returned %#x, outside its memory", s.name, len(input), inPtr)}}
+		return nil, &sdk.RequestError{Code: CodeBadOutput,
+			Msg: fmt.Sprintf("module %s: malloc(%d) returned %#x, outside its memory", s.name, len(input), inPtr)}
 	}
 	res, err = fn.Call(callCtx, uint64(inPtr), uint64(len(input)))
 	if err != nil {
-		return nil, fail(err)
+		return nil, s.classify(ctx, callCtx, in, name, err)
 	}
 	outPtr, outLen := uint32(res[0]>>32), uint32(res[0])
 	if int64(outLen) > s.cfg.MaxOutputBytes {
-		return nil, &callError{discard: true, err: &sdk.RequestError{Code: CodeOutputTooLarge,
-			Msg: fmt.Sprintf("module %s: %s returned %d bytes, over max_output_bytes %d", s.name, fn.Definition().Name(), outLen, s.cfg.MaxOutputBytes)}}
+		return nil, &sdk.RequestError{Code: CodeOutputTooLarge,
+			Msg: fmt.Sprintf("module %s: %s returned %d bytes, over max_output_bytes %d", s.name, name, outLen, s.cfg.MaxOutputBytes)}
 	}
 	view, ok := in.mod.Memory().Read(outPtr, outLen)
 	if !ok {
-		return nil, &callError{discard: true, err: &sdk.RequestError{Code: CodeBadOutput,
-			Msg: fmt.Sprintf("module %s: %s returned %#x+%d, outside its memory", s.name, fn.Definition().Name(), outPtr, outLen)}}
+		return nil, &sdk.RequestError{Code: CodeBadOutput,
+			Msg: fmt.Sprintf("module %s: %s returned %#x+%d, outside its memory", s.name, name, outPtr, outLen)}
 	}
 	// Read returns a view of guest memory, which the next call may change.
 	out := append([]byte(nil), view...)
 	for _, p := range []uint32{outPtr, inPtr} {
 		if _, err := in.free.Call(callCtx, uint64(p)); err != nil {
-			return nil, fail(err)
+			return nil, s.classify(ctx, callCtx, in, exportFree, err)
 		}
 	}
 	return out, nil
@@ -138,19 +141,23 @@ func (s *scorer) classify(parent, callCtx context.Context, in *instance, fn stri
 	if parent.Err() != nil {
 		return fmt.Errorf("module %s: %s: %w", s.name, fn, context.Cause(parent))
 	}
+	if s.isClosed() {
+		return fmt.Errorf("module %s: %s: scorer closed during the call", s.name, fn)
+	}
 	if errors.Is(callCtx.Err(), context.DeadlineExceeded) {
 		return &sdk.RequestError{Code: CodeTimeout, Msg: fmt.Sprintf("module %s: %s ran longer than the timeout %s", s.name, fn, s.cfg.timeout)}
 	}
+	s.glog.log.Debug("guest call failed", "export", fn, "error", err)
 	words := lastWords(in.stderr)
 	if s.outOfMemory(in) {
-		return &sdk.RequestError{Code: CodeMemory, Msg: fmt.Sprintf("module %s: %s ran out of memory (memory at %d of %d MiB): %v%s",
-			s.name, fn, in.mod.Memory().Size()>>20, s.cfg.MemoryMB, err, words)}
+		return &sdk.RequestError{Code: CodeMemory, Msg: fmt.Sprintf("module %s: %s ran out of memory (memory at %d of %d MiB): %s%s",
+			s.name, fn, in.mod.Memory().Size()>>20, s.cfg.MemoryMB, firstLine(err), words)}
 	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		return &sdk.RequestError{Code: CodeTrap, Msg: fmt.Sprintf("module %s: %s exited with code %d%s", s.name, fn, exit.ExitCode(), words)}
 	}
-	return &sdk.RequestError{Code: CodeTrap, Msg: fmt.Sprintf("module %s: %s trapped: %v%s", s.name, fn, err, words)}
+	return &sdk.RequestError{Code: CodeTrap, Msg: fmt.Sprintf("module %s: %s trapped: %s%s", s.name, fn, firstLine(err), words)}
 }
 
 // outOfMemory guesses whether a failure came from the memory limit. wazero
@@ -158,22 +165,40 @@ func (s *scorer) classify(parent, callCtx context.Context, in *instance, fn stri
 // are indirect: Go's runtime says "out of memory" before it exits, and a
 // guest whose memory has reached the limit most likely failed to grow it.
 func (s *scorer) outOfMemory(in *instance) bool {
-	if strings.Contains(strings.ToLower(in.stderr.String()), "out of memory") {
+	if saysOutOfMemory(in.stderr) {
 		return true
 	}
 	mem := in.mod.Memory()
 	return mem != nil && uint64(mem.Size()) >= uint64(s.cfg.MemoryMB)<<20
 }
 
-// lastWords formats the end of a guest's standard error for an error message.
-func lastWords(w *tailWriter) string {
-	t := w.String()
+// saysOutOfMemory reports whether a guest's standard error says it ran out
+// of memory, in the words of Go's runtime ("out of memory", "cannot
+// allocate memory") or a C library's.
+func saysOutOfMemory(w *outputWriter) bool {
+	t := strings.ToLower(w.String())
+	return strings.Contains(t, "out of memory") || strings.Contains(t, "cannot allocate memory")
+}
+
+// lastWords formats the start of what a guest wrote to standard error
+// during the failed call, for an error message.
+func lastWords(w *outputWriter) string {
+	// The first paragraph is the message; a Go guest's goroutine dump
+	// follows a blank line and is in the log.
+	t, _, _ := strings.Cut(w.String(), "\n\n")
 	if t == "" {
 		return ""
 	}
 	const max = 1024
 	if len(t) > max {
-		t = "…" + t[len(t)-max:]
+		t = t[:max] + "…"
 	}
 	return "\n" + t
+}
+
+// firstLine drops wazero's wasm stack trace from a trap error: the guest's
+// own words say more, and the trace is logged.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }

@@ -63,30 +63,60 @@ func (g *guestLogger) write(level hclog.Level, msg []byte) {
 	}
 }
 
-// tailWriter receives a guest's standard output and error. It keeps the last
-// bytes written, so that a trap can be reported with the guest's own last
-// words (a Go panic message, say), and forwards lines to the guest logger.
-type tailWriter struct {
-	log   *guestLogger
-	level hclog.Level
-	tail  []byte
+// outputWriter receives a guest's standard output or error. It forwards
+// whole lines to the guest logger (Go's runtime writes a panic in many small
+// pieces) and keeps the first bytes written since the last reset, so that a
+// failed call can be reported with the guest's own words: a Go panic or "out
+// of memory" comes first, the goroutine dump after.
+type outputWriter struct {
+	log     *guestLogger
+	level   hclog.Level
+	head    []byte
+	pending []byte // the start of a line not yet logged
 }
 
-const tailBytes = 4 << 10
+const headBytes = 4 << 10
 
-func (w *tailWriter) Write(p []byte) (int, error) {
-	w.log.write(w.level, p)
-	keep := p
-	if len(keep) > tailBytes {
-		keep = keep[len(keep)-tailBytes:]
+func (w *outputWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := headBytes - len(w.head); room > 0 {
+		w.head = append(w.head, p[:min(room, len(p))]...)
 	}
-	w.tail = append(w.tail, keep...)
-	if len(w.tail) > tailBytes {
-		w.tail = append(w.tail[:0], w.tail[len(w.tail)-tailBytes:]...)
+	if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
+		if len(w.pending) > 0 {
+			w.pending = appendCapped(w.pending, p[:i+1])
+			w.log.write(w.level, w.pending)
+			w.pending = w.pending[:0]
+		} else {
+			w.log.write(w.level, p[:i+1])
+		}
+		p = p[i+1:]
 	}
-	return len(p), nil
+	w.pending = appendCapped(w.pending, p)
+	if len(w.pending) > logMaxCallBytes {
+		w.flush()
+	}
+	return n, nil
 }
 
-func (w *tailWriter) reset() { w.tail = w.tail[:0] }
+// appendCapped appends src to dst up to one byte past what a log call
+// keeps, so that a guest writing a huge line costs no huge copy.
+func appendCapped(dst, src []byte) []byte {
+	room := logMaxCallBytes + 1 - len(dst)
+	if room <= 0 {
+		return dst
+	}
+	return append(dst, src[:min(room, len(src))]...)
+}
 
-func (w *tailWriter) String() string { return string(bytes.TrimSpace(w.tail)) }
+// flush logs a pending partial line; the host calls it after each call.
+func (w *outputWriter) flush() {
+	if len(w.pending) > 0 {
+		w.log.write(w.level, w.pending)
+		w.pending = w.pending[:0]
+	}
+}
+
+func (w *outputWriter) reset() { w.head = w.head[:0] }
+
+func (w *outputWriter) String() string { return string(bytes.TrimSpace(w.head)) }

@@ -17,8 +17,10 @@ import (
 var (
 	modulePath = map[string]string{}
 	buildErr   error
-	// testCacheDir is the compilation cache shared by every test, so each
-	// module is compiled to machine code once per run.
+	// testCacheDir is the compilation cache every test shares. It is the
+	// scorer's default, the user cache directory, so that modules compile
+	// once, not once per run (Go builds them byte for byte the same each
+	// time); HAYLOFT_WASM_FRESH_CACHE=1 uses an empty one instead.
 	testCacheDir string
 )
 
@@ -43,6 +45,14 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	testCacheDir = filepath.Join(dir, "cache")
+	if base, err := os.UserCacheDir(); err == nil && os.Getenv("HAYLOFT_WASM_FRESH_CACHE") == "" {
+		// wazero keys its cache by its own version, which a test binary
+		// does not know (it says "dev"), so the test cache is keyed by the
+		// version go.mod requires.
+		if v := requiredVersion("../../../go.mod", "github.com/tetratelabs/wazero"); v != "" {
+			testCacheDir = filepath.Join(base, "hayloft", "wazero-test", v)
+		}
+	}
 	buildErr = buildModules(dir)
 	return m.Run()
 }
@@ -96,4 +106,20 @@ func fileSHA256(t testing.TB, path string) string {
 	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// requiredVersion returns the version of module that the go.mod at path
+// requires, or "" if it cannot tell.
+func requiredVersion(path, module string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	return ""
 }

@@ -141,7 +141,11 @@ func newScorer(ctx context.Context, cfg *config) (_ *scorer, err error) {
 	}
 	in, err := s.instantiate(ctx)
 	if err != nil {
-		return nil, err
+		// A module that cannot start is unusable, whatever the sample.
+		if requestCode(err) == CodeMemory {
+			return nil, sdk.Configf("memory_mb", "%v", err)
+		}
+		return nil, sdk.Configf("module", "%v", err)
 	}
 	if err := checkVersion(ctx, in); err != nil {
 		in.close(ctx)
@@ -209,6 +213,14 @@ func checkVersion(ctx context.Context, in *instance) error {
 		return fmt.Errorf("ABI version %d is not supported (this host speaks version %d)", v, abi.ABIVersion)
 	}
 	return nil
+}
+
+func requestCode(err error) string {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return ""
 }
 
 func sameTypes(a, b []api.ValueType) bool {
@@ -308,17 +320,19 @@ func (s *scorer) run(ctx context.Context, export string, input []byte) ([]byte, 
 	if export == exportAggregate {
 		fn = in.agg
 	}
-	out, cerr := s.call(ctx, in, fn, input)
-	if cerr != nil {
-		if cerr.discard {
-			s.discard(in)
-		} else {
-			s.release(in)
-		}
-		return nil, cerr.err
+	out, err := s.call(ctx, in, fn, input)
+	if err != nil {
+		s.discard(in)
+		return nil, err
 	}
 	s.release(in)
 	return out, nil
+}
+
+func (s *scorer) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // scoreOutput is the JSON a module's score returns.
@@ -335,8 +349,12 @@ func (s *scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 	if req.Sample == nil {
 		return nil, &sdk.RequestError{Code: sdk.CodeBadRequest, Msg: "score request without a sample"}
 	}
+	sample := *req.Sample
+	if !s.cfg.IncludeContext {
+		sample.Context = ""
+	}
 	input, err := json.Marshal(abi.Input{
-		Sample:     *req.Sample,
+		Sample:     sample,
 		Prediction: req.Prediction,
 		References: req.Sample.Targets,
 		Options:    s.cfg.Options,

@@ -19,6 +19,9 @@ import (
 	"github.com/hayloft/hayloft/sdk"
 )
 
+// quiet is a context whose logger discards, for scorers whose logs no test reads.
+var quiet = hclog.WithContext(context.Background(), hclog.NewNullLogger())
+
 // harness is a scorer under test with the logs it wrote.
 type harness struct {
 	sdk.Scorer
@@ -83,14 +86,6 @@ func (h *harness) score(prediction string, targets ...string) (*sdk.ScoreRespons
 		Sample:     &sdk.Sample{ID: "s-" + prediction, Targets: targets},
 		Prediction: prediction,
 	})
-}
-
-func requestCode(err error) string {
-	var re *sdk.RequestError
-	if errors.As(err, &re) {
-		return re.Code
-	}
-	return ""
 }
 
 // requireRecovers checks that a good input to h is scored, by a fresh
@@ -201,6 +196,9 @@ func TestHostileModules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.trigger == "bigout" {
+				t.Skip("a 100 MB output takes the guest seconds to encode")
+			}
 			h := open(t, "hostile", tc.opts)
 			start := time.Now()
 			_, err := h.score(tc.trigger, "ok")
@@ -214,6 +212,7 @@ func TestHostileModules(t *testing.T) {
 			if elapsed > tc.limit {
 				t.Errorf("%s: took %v, limit %v", tc.trigger, elapsed, tc.limit)
 			}
+			t.Logf("%s: %v", tc.trigger, err)
 			if tc.check != nil {
 				tc.check(t, err)
 			}
@@ -236,7 +235,7 @@ func TestUnsupportedABIVersionIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.cacheDir = testCacheDir
-	_, err = build(context.Background(), cfg)
+	_, err = build(quiet, cfg)
 	var ce *sdk.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "module" {
 		t.Fatalf("got %v, want a ConfigError on module", err)
@@ -364,7 +363,7 @@ func TestGuestLogsAreRateLimited(t *testing.T) {
 }
 
 func TestInputAndOutputCaps(t *testing.T) {
-	h := open(t, "hostile", map[string]any{"max_input_bytes": 1000})
+	h := open(t, "hostile", map[string]any{"max_input_bytes": 1000, "include_context": true})
 	_, err := h.Score(context.Background(), &sdk.ScoreRequest{
 		Sample:     &sdk.Sample{ID: "big", Context: strings.Repeat("z", 2000)},
 		Prediction: "ok",
@@ -384,10 +383,31 @@ func TestInputAndOutputCaps(t *testing.T) {
 }
 
 func TestCloseEndsTheScorer(t *testing.T) {
-	h := open(t, "hostile", nil)
+	h := open(t, "hostile", map[string]any{"timeout": "60s"})
+	if _, ok := h.Scorer.(sdk.Aggregator); ok {
+		t.Error("a module without an aggregate export is an Aggregator")
+	}
 	c := h.Scorer.(io.Closer)
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.score("loop")
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Errorf("call in flight at close: %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("the call in flight ended %v after close", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("close did not stop a looping guest")
 	}
 	if _, err := h.score("ok", "ok"); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("score after close: %v", err)
@@ -419,6 +439,7 @@ func TestModuleChecks(t *testing.T) {
 		{"not wasm", map[string]any{"module": garbage, "sha256": fileSHA256(t, garbage)}, "module", "compile"},
 		{"missing file", map[string]any{"module": filepath.Join(dir, "nope.wasm")}, "module", "no such file"},
 		{"memory below the module's minimum", map[string]any{"module": hostile, "sha256": hostileSum, "memory_mb": 1}, "memory_mb", "over limit"},
+		{"memory too small to start", map[string]any{"module": hostile, "sha256": hostileSum, "memory_mb": 3}, "memory_mb", "_initialize ran out of memory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -427,7 +448,7 @@ func TestModuleChecks(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.cacheDir = testCacheDir
-			_, err = build(context.Background(), cfg)
+			_, err = build(quiet, cfg)
 			var ce *sdk.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("got %v, want a ConfigError on %s mentioning %q", err, tc.field, tc.msg)

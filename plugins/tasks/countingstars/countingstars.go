@@ -344,7 +344,10 @@ func (t *Task) sample(h *haystack, k int) (*sdk.Sample, error) {
 		}
 		unit = "tokens"
 	case o.Language == Chinese:
-		p = sprinkleChars(h.runes, t.units[k], t.stars)
+		var err error
+		if p, err = sprinkleChars(h.runes, t.units[k], t.stars); err != nil {
+			return nil, fmt.Errorf("countingstars: length %d: %w", t.lengths[k], err)
+		}
 		tokens = h.enc.Count(p.Context)
 		unit = "chars"
 	default:

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"github.com/hayloft/hayloft/sdk/tokenizer"
 )
 
@@ -636,5 +637,52 @@ func TestLengthsAlias(t *testing.T) {
 	}
 	if got := task.(*Task).Units(); !slices.Equal(got, []int{6400, 3200}) {
 		t.Errorf("units %v", got)
+	}
+}
+
+// TestConformance runs the SDK's task contract checks in process and over a
+// real gRPC connection, where metadata travels as JSON.
+func TestConformance(t *testing.T) {
+	opts := map[string]any{"haystack": opticksPath(t), "mode": Reasoning, "max_length": 32000, "sizes": 4}
+	sdktest.CheckTask(t, newTestTask(t, opts))
+
+	set := sdk.NewSet("test", "v0")
+	set.RegisterTask(Name, New)
+	remote := sdktest.Task(t, set, Name, opts)
+	sdktest.CheckTask(t, remote)
+	local := collect(t, newTestTask(t, opts), 0)
+	k := 0
+	for s, err := range remote.Samples(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ID != local[k].ID || s.Context != local[k].Context || prompt(s) != prompt(local[k]) || s.Length != local[k].Length {
+			t.Errorf("sample %d differs over gRPC", k)
+		}
+		k++
+	}
+	if k != len(local) {
+		t.Errorf("%d samples over gRPC, %d in process", k, len(local))
+	}
+	_, err := sdktest.Configure(t, set, sdk.KindTask, Name, map[string]any{"haystack": filepath.Join(t.TempDir(), "absent.txt")})
+	var ce *sdk.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "haystack" {
+		t.Errorf("missing haystack over gRPC: %v", err)
+	}
+}
+
+// Upstream's character drift can put a star inside an earlier sentence when
+// the step is short; that must be an error, not a broken sample.
+func TestChineseCollisionIsAnError(t *testing.T) {
+	task := newTestTask(t, map[string]any{"language": "zh", "mode": Reasoning, "haystack": stonePath(t), "needles": 1024, "sizes": []int{44000}})
+	for s, err := range task.Samples(context.Background(), nil) {
+		if err == nil || s != nil || !strings.Contains(err.Error(), "lands inside") || !strings.Contains(err.Error(), "44000") {
+			t.Fatalf("got %v, %v; want an error naming the length", s, err)
+		}
+	}
+	// The same M with a roomy step is fine.
+	roomy := newTestTask(t, map[string]any{"language": "zh", "mode": Reasoning, "haystack": stonePath(t), "needles": 64, "sizes": []int{128000}})
+	for _, s := range collect(t, roomy, 0) {
+		checkStars(t, roomy, s)
 	}
 }

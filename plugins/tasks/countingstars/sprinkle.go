@@ -1,6 +1,7 @@
 package countingstars
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -19,10 +20,11 @@ type placed struct {
 // (i+1)·⌊j/M⌋ + len(star_i)·i of the text built so far. The second term
 // was meant to skip the sentences already inserted, but it uses the current
 // sentence's length for all of them, so when counts differ in digits a star
-// drifts by a few characters; an index past the end appends, which puts the
-// last star at the very end. Reproducing the drift keeps the reference
-// contexts identical to the published ones.
-func sprinkleChars(hay []rune, j int, stars []string) placed {
+// drifts by a few characters; an index past the end appends. Reproducing the
+// drift keeps the reference contexts identical to the published ones. With a
+// step shorter than the drift a star can land inside an earlier sentence;
+// upstream would publish that broken text, this returns an error instead.
+func sprinkleChars(hay []rune, j int, stars []string) (placed, error) {
 	m := len(stars)
 	step := j / m
 	total := j
@@ -37,10 +39,11 @@ func sprinkleChars(hay []rune, j int, stars []string) placed {
 	for i, sr := range starRunes {
 		pos := (i+1)*step + len(sr)*i
 		pos = min(pos, len(text))
-		// A star inserted before (or inside) an earlier one moves it; with
-		// the reference lists and sizes this never happens, but small steps
-		// with very uneven counts could.
 		for k := range i {
+			if starts[k] < pos && pos < starts[k]+len(starRunes[k]) {
+				return placed{}, fmt.Errorf("star %d lands inside star %d: %d characters are too few for %d stars under reference placement", i, k, j, m)
+			}
+			// A star inserted before an earlier one moves it.
 			if starts[k] >= pos {
 				starts[k] += len(sr)
 			}
@@ -48,7 +51,7 @@ func sprinkleChars(hay []rune, j int, stars []string) placed {
 		starts[i] = pos
 		text = slices.Insert(text, pos, sr...)
 	}
-	return placed{Context: string(text), Positions: runeToByteOffsets(text, starts)}
+	return placed{Context: string(text), Positions: runeToByteOffsets(text, starts)}, nil
 }
 
 // runeToByteOffsets converts code-point offsets in text into byte offsets in

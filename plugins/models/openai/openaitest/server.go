@@ -446,18 +446,18 @@ func (s *Server) prelude(w http.ResponseWriter, r *http.Request, prompt string, 
 		s.end()
 		return nil, false
 	}
-	finish := func() { free(); s.end() }
+	done := func() { free(); s.end() }
 	d := s.opts.Latency
 	if s.opts.LatencyFunc != nil {
 		d = s.opts.LatencyFunc(n)
 	}
 	if !s.sleep(r, d) {
-		finish()
+		done()
 		return nil, false
 	}
 	switch fault {
 	case FaultNone:
-		return finish, true
+		return done, true
 	case Fault429:
 		s.writeRetryAfter(w)
 		writeError(w, http.StatusTooManyRequests, "Rate limit reached, please retry.", "rate_limit_exceeded")
@@ -484,7 +484,7 @@ func (s *Server) prelude(w http.ResponseWriter, r *http.Request, prompt string, 
 			}
 		}
 	}
-	finish()
+	done()
 	return nil, false
 }
 
@@ -584,8 +584,8 @@ func joinMessages(msgs []Message) string {
 	return strings.Join(parts, "\n")
 }
 
-// finish applies stop sequences and max_tokens to an answer.
-func finish(text string, req ChatRequest) (string, string) {
+// truncate applies stop sequences and max_tokens to an answer.
+func truncate(text string, req ChatRequest) (string, string) {
 	for _, st := range req.Stop {
 		if i := strings.Index(text, st); st != "" && i >= 0 {
 			text = text[:i]
@@ -625,7 +625,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.contextError(w, promptTokens, req.MaxTokens)
 		return
 	}
-	text, reason := finish(s.opts.Answer(req), req)
+	text, reason := truncate(s.opts.Answer(req), req)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id":      fmt.Sprintf("chatcmpl-%x", hash64(prompt)),
 		"object":  "chat.completion",
@@ -679,7 +679,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Messages = []Message{{Role: "user", Content: prompt}}
-	text, reason := finish(s.opts.Answer(req), req)
+	text, reason := truncate(s.opts.Answer(req), req)
 	// A completion continues the prompt; a space keeps the tokens apart.
 	if text != "" {
 		text = " " + text

@@ -342,7 +342,9 @@ type Error struct {
 	RetryAfterNs int64  `protobuf:"varint,5,opt,name=retry_after_ns,json=retryAfterNs,proto3" json:"retry_after_ns,omitempty"` // KIND_RETRYABLE
 	// The typed error's own text: ConfigError.Msg, RequestError.Msg, or the
 	// text of the error a RetryableError wraps.
-	Inner         string `protobuf:"bytes,6,opt,name=inner,proto3" json:"inner,omitempty"`
+	Inner string `protobuf:"bytes,6,opt,name=inner,proto3" json:"inner,omitempty"`
+	// Every try a failed request took (sdk.AttemptsError), whatever its kind.
+	Attempts      []*Attempt `protobuf:"bytes,7,rep,name=attempts,proto3" json:"attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -417,6 +419,13 @@ func (x *Error) GetInner() string {
 		return x.Inner
 	}
 	return ""
+}
+
+func (x *Error) GetAttempts() []*Attempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
 }
 
 type ConfigureRequest struct {
@@ -1691,14 +1700,15 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\asubtask\x18\n" +
 	" \x01(\tR\asubtask\x12$\n" +
 	"\x0emax_new_tokens\x18\v \x01(\x03R\fmaxNewTokens\x12#\n" +
-	"\rmetadata_json\x18\f \x01(\fR\fmetadataJson\"\xdc\x02\n" +
+	"\rmetadata_json\x18\f \x01(\fR\fmetadataJson\"\x94\x03\n" +
 	"\x05Error\x121\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1d.hayloft.plugin.v1.Error.KindR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
 	"\x05field\x18\x03 \x01(\tR\x05field\x12\x12\n" +
 	"\x04code\x18\x04 \x01(\tR\x04code\x12$\n" +
 	"\x0eretry_after_ns\x18\x05 \x01(\x03R\fretryAfterNs\x12\x14\n" +
-	"\x05inner\x18\x06 \x01(\tR\x05inner\"\x9f\x01\n" +
+	"\x05inner\x18\x06 \x01(\tR\x05inner\x126\n" +
+	"\battempts\x18\a \x03(\v2\x1a.hayloft.plugin.v1.AttemptR\battempts\"\x9f\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_CONFIG\x10\x01\x12\x12\n" +
@@ -1855,41 +1865,42 @@ var file_hayloft_plugin_v1_plugin_proto_depIdxs = []int32{
 	1,  // 0: hayloft.plugin.v1.Sample.messages:type_name -> hayloft.plugin.v1.Message
 	2,  // 1: hayloft.plugin.v1.Sample.length:type_name -> hayloft.plugin.v1.Length
 	0,  // 2: hayloft.plugin.v1.Error.kind:type_name -> hayloft.plugin.v1.Error.Kind
-	3,  // 3: hayloft.plugin.v1.SamplesResponse.sample:type_name -> hayloft.plugin.v1.Sample
-	4,  // 4: hayloft.plugin.v1.SamplesResponse.error:type_name -> hayloft.plugin.v1.Error
-	1,  // 5: hayloft.plugin.v1.GenerateRequest.messages:type_name -> hayloft.plugin.v1.Message
-	13, // 6: hayloft.plugin.v1.GenerateRequest.params:type_name -> hayloft.plugin.v1.GenerationParams
-	3,  // 7: hayloft.plugin.v1.GenerateRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	15, // 8: hayloft.plugin.v1.GenerateResponse.usage:type_name -> hayloft.plugin.v1.Usage
-	16, // 9: hayloft.plugin.v1.GenerateResponse.attempts:type_name -> hayloft.plugin.v1.Attempt
-	19, // 10: hayloft.plugin.v1.TokenizeResponse.tokens:type_name -> hayloft.plugin.v1.TokenIDs
-	3,  // 11: hayloft.plugin.v1.ScoreRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	22, // 12: hayloft.plugin.v1.AggregateRequest.scores:type_name -> hayloft.plugin.v1.ScoreResponse
-	3,  // 13: hayloft.plugin.v1.RetrieveRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	26, // 14: hayloft.plugin.v1.RetrieveResponse.chunks:type_name -> hayloft.plugin.v1.Chunk
-	5,  // 15: hayloft.plugin.v1.Lifecycle.Configure:input_type -> hayloft.plugin.v1.ConfigureRequest
-	7,  // 16: hayloft.plugin.v1.Lifecycle.Validate:input_type -> hayloft.plugin.v1.ValidateRequest
-	9,  // 17: hayloft.plugin.v1.Lifecycle.Close:input_type -> hayloft.plugin.v1.CloseRequest
-	11, // 18: hayloft.plugin.v1.Task.Samples:input_type -> hayloft.plugin.v1.SamplesRequest
-	14, // 19: hayloft.plugin.v1.Model.Generate:input_type -> hayloft.plugin.v1.GenerateRequest
-	18, // 20: hayloft.plugin.v1.Model.Tokenize:input_type -> hayloft.plugin.v1.TokenizeRequest
-	21, // 21: hayloft.plugin.v1.Scorer.Score:input_type -> hayloft.plugin.v1.ScoreRequest
-	23, // 22: hayloft.plugin.v1.Scorer.Aggregate:input_type -> hayloft.plugin.v1.AggregateRequest
-	25, // 23: hayloft.plugin.v1.Retriever.Retrieve:input_type -> hayloft.plugin.v1.RetrieveRequest
-	6,  // 24: hayloft.plugin.v1.Lifecycle.Configure:output_type -> hayloft.plugin.v1.ConfigureResponse
-	8,  // 25: hayloft.plugin.v1.Lifecycle.Validate:output_type -> hayloft.plugin.v1.ValidateResponse
-	10, // 26: hayloft.plugin.v1.Lifecycle.Close:output_type -> hayloft.plugin.v1.CloseResponse
-	12, // 27: hayloft.plugin.v1.Task.Samples:output_type -> hayloft.plugin.v1.SamplesResponse
-	17, // 28: hayloft.plugin.v1.Model.Generate:output_type -> hayloft.plugin.v1.GenerateResponse
-	20, // 29: hayloft.plugin.v1.Model.Tokenize:output_type -> hayloft.plugin.v1.TokenizeResponse
-	22, // 30: hayloft.plugin.v1.Scorer.Score:output_type -> hayloft.plugin.v1.ScoreResponse
-	24, // 31: hayloft.plugin.v1.Scorer.Aggregate:output_type -> hayloft.plugin.v1.AggregateResponse
-	27, // 32: hayloft.plugin.v1.Retriever.Retrieve:output_type -> hayloft.plugin.v1.RetrieveResponse
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	16, // 3: hayloft.plugin.v1.Error.attempts:type_name -> hayloft.plugin.v1.Attempt
+	3,  // 4: hayloft.plugin.v1.SamplesResponse.sample:type_name -> hayloft.plugin.v1.Sample
+	4,  // 5: hayloft.plugin.v1.SamplesResponse.error:type_name -> hayloft.plugin.v1.Error
+	1,  // 6: hayloft.plugin.v1.GenerateRequest.messages:type_name -> hayloft.plugin.v1.Message
+	13, // 7: hayloft.plugin.v1.GenerateRequest.params:type_name -> hayloft.plugin.v1.GenerationParams
+	3,  // 8: hayloft.plugin.v1.GenerateRequest.sample:type_name -> hayloft.plugin.v1.Sample
+	15, // 9: hayloft.plugin.v1.GenerateResponse.usage:type_name -> hayloft.plugin.v1.Usage
+	16, // 10: hayloft.plugin.v1.GenerateResponse.attempts:type_name -> hayloft.plugin.v1.Attempt
+	19, // 11: hayloft.plugin.v1.TokenizeResponse.tokens:type_name -> hayloft.plugin.v1.TokenIDs
+	3,  // 12: hayloft.plugin.v1.ScoreRequest.sample:type_name -> hayloft.plugin.v1.Sample
+	22, // 13: hayloft.plugin.v1.AggregateRequest.scores:type_name -> hayloft.plugin.v1.ScoreResponse
+	3,  // 14: hayloft.plugin.v1.RetrieveRequest.sample:type_name -> hayloft.plugin.v1.Sample
+	26, // 15: hayloft.plugin.v1.RetrieveResponse.chunks:type_name -> hayloft.plugin.v1.Chunk
+	5,  // 16: hayloft.plugin.v1.Lifecycle.Configure:input_type -> hayloft.plugin.v1.ConfigureRequest
+	7,  // 17: hayloft.plugin.v1.Lifecycle.Validate:input_type -> hayloft.plugin.v1.ValidateRequest
+	9,  // 18: hayloft.plugin.v1.Lifecycle.Close:input_type -> hayloft.plugin.v1.CloseRequest
+	11, // 19: hayloft.plugin.v1.Task.Samples:input_type -> hayloft.plugin.v1.SamplesRequest
+	14, // 20: hayloft.plugin.v1.Model.Generate:input_type -> hayloft.plugin.v1.GenerateRequest
+	18, // 21: hayloft.plugin.v1.Model.Tokenize:input_type -> hayloft.plugin.v1.TokenizeRequest
+	21, // 22: hayloft.plugin.v1.Scorer.Score:input_type -> hayloft.plugin.v1.ScoreRequest
+	23, // 23: hayloft.plugin.v1.Scorer.Aggregate:input_type -> hayloft.plugin.v1.AggregateRequest
+	25, // 24: hayloft.plugin.v1.Retriever.Retrieve:input_type -> hayloft.plugin.v1.RetrieveRequest
+	6,  // 25: hayloft.plugin.v1.Lifecycle.Configure:output_type -> hayloft.plugin.v1.ConfigureResponse
+	8,  // 26: hayloft.plugin.v1.Lifecycle.Validate:output_type -> hayloft.plugin.v1.ValidateResponse
+	10, // 27: hayloft.plugin.v1.Lifecycle.Close:output_type -> hayloft.plugin.v1.CloseResponse
+	12, // 28: hayloft.plugin.v1.Task.Samples:output_type -> hayloft.plugin.v1.SamplesResponse
+	17, // 29: hayloft.plugin.v1.Model.Generate:output_type -> hayloft.plugin.v1.GenerateResponse
+	20, // 30: hayloft.plugin.v1.Model.Tokenize:output_type -> hayloft.plugin.v1.TokenizeResponse
+	22, // 31: hayloft.plugin.v1.Scorer.Score:output_type -> hayloft.plugin.v1.ScoreResponse
+	24, // 32: hayloft.plugin.v1.Scorer.Aggregate:output_type -> hayloft.plugin.v1.AggregateResponse
+	27, // 33: hayloft.plugin.v1.Retriever.Retrieve:output_type -> hayloft.plugin.v1.RetrieveResponse
+	25, // [25:34] is the sub-list for method output_type
+	16, // [16:25] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_hayloft_plugin_v1_plugin_proto_init() }

@@ -1,0 +1,79 @@
+# Counting-Stars (nick7nlp/Counting-Stars, MIT): 32 sentences about a little
+# penguin counting stars are spread at equal intervals through a long text, and
+# the model must list every count (acquisition) or only the corrected counts
+# (reasoning). Score: mean credit over the 32 counting indices × 32 lengths.
+#
+#   hayloft run examples/counting-stars.hcl              # both evals
+#   hayloft run examples/counting-stars.hcl --eval stars_baseline
+#
+# The first eval needs no model server: the extractive baseline answers from
+# the context, on Go's public-domain copy of Opticks. The second asks a local
+# OpenAI-compatible server (vLLM, llama.cpp, SGLang, …) on 127.0.0.1:8000 the
+# upstream Chinese reasoning test, on The Story of the Stone; ZH_HAYSTACK
+# points at the novel (the shared data directory by default).
+#
+# Upstream runs every sample at temperature 0: it is a model setting, so the
+# model block sets it. Samples record it in their metadata as a reminder.
+#
+# sizing = "reference" (the default) reproduces the upstream samples exactly:
+# lengths are nominal GPT-4 tokens, turned into int(L × 0.8) English words or
+# int(L × 0.7) Chinese characters. sizing = "tokens" makes every context
+# exactly L tokens of `tokenizer` (cl100k_base by default) with the stars at
+# equal token intervals.
+
+task "countingstars" "en_acquisition" {
+  language = "en"
+  mode     = "acquisition"
+  haystack = env_or("HAYSTACK", "${goroot()}/src/testdata/Isaac.Newton-Opticks.txt")
+  needles  = 32
+  # A short sweep for a quick run; the upstream one is sizes = 32 up to
+  # max_length = 128000 (the defaults).
+  lengths  = range(4000, 32001, 4000)
+}
+
+task "countingstars" "zh_reasoning" {
+  language = "zh"
+  mode     = "reasoning"
+  haystack = env_or("ZH_HAYSTACK", "${file_dir()}/../../shared/data/haystack/zh/The_Story_of_the_Stone.txt")
+  needles  = 32
+  lengths  = range(4000, 128001, 4000) # the upstream 32 lengths
+}
+
+task "countingstars" "en_reasoning_tokens" {
+  language  = "en"
+  mode      = "reasoning"
+  haystack  = env_or("HAYSTACK", "${goroot()}/src/testdata/Isaac.Newton-Opticks.txt")
+  sizing    = "tokens"
+  tokenizer = "cl100k_base"
+  lengths   = [4000, 8000, 16000, 32000]
+}
+
+model "baseline" "extractive" {}
+
+model "openai" "local" {
+  base_url        = env_or("BASE_URL", "http://127.0.0.1:8000/v1")
+  model           = env_or("MODEL", "meta-llama/Llama-3.1-8B-Instruct")
+  api_key_env     = "OPENAI_API_KEY" # the name of the variable; never the key itself
+  context_window  = 131072
+  max_tokens      = 512
+  temperature     = 0
+  max_concurrency = 16
+}
+
+eval "stars_baseline" {
+  task    = task.countingstars.en_acquisition
+  models  = [model.baseline.extractive]
+  scorers = ["countingstars"]
+}
+
+eval "stars_zh_reasoning" {
+  task    = task.countingstars.zh_reasoning
+  models  = [model.openai.local]
+  scorers = ["countingstars"]
+}
+
+eval "stars_en_tokens" {
+  task    = task.countingstars.en_reasoning_tokens
+  models  = [model.openai.local]
+  scorers = ["countingstars"]
+}

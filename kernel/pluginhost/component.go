@@ -1,0 +1,357 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"sync"
+
+	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
+)
+
+// Open starts the plugin serving kind/name (see Resolve for pluginName),
+// configures it with opts and returns the component: a *Task, *Model,
+// *Scorer or *Retriever, which implement the kind's sdk interfaces and
+// io.Closer. Closing it kills its process. Option errors are
+// *sdk.ConfigError with the field named. ctx bounds the start-up only.
+func (h *Host) Open(ctx context.Context, kind sdk.Kind, name, pluginName string, opts sdk.Options) (any, error) {
+	src, err := h.Resolve(ctx, kind, name, pluginName)
+	if err != nil {
+		return nil, err
+	}
+	c := &component{
+		host:  h,
+		src:   src,
+		kind:  kind,
+		name:  name,
+		opts:  opts,
+		label: fmt.Sprintf("plugin %q (%s %s)", src.Name, kind, name),
+	}
+	if err := h.track(c); err != nil {
+		return nil, err
+	}
+	if src.Builtin && h.opts.InProcess {
+		c.inproc, err = h.opts.Builtin.New(ctx, kind, name, opts)
+		if err != nil {
+			h.forget(c)
+			return nil, fmt.Errorf("%s: configure %s %q: %w", src, kind, name, err)
+		}
+	} else {
+		c.proc, err = h.launch(ctx, src, kind, name, opts)
+		if err != nil {
+			h.forget(c)
+			return nil, err
+		}
+	}
+	switch kind {
+	case sdk.KindTask:
+		return &Task{c}, nil
+	case sdk.KindModel:
+		return &Model{c}, nil
+	case sdk.KindScorer:
+		return &Scorer{c}, nil
+	case sdk.KindRetriever:
+		return &Retriever{c}, nil
+	}
+	c.close()
+	return nil, fmt.Errorf("%s: unknown kind %q", src, kind)
+}
+
+// component is one opened component: a plugin process restarted at most
+// once, or an in-process instance.
+type component struct {
+	host   *Host
+	src    *Source
+	kind   sdk.Kind
+	name   string
+	opts   sdk.Options
+	label  string
+	inproc any // set in in-process mode; proc is then nil
+
+	mu        sync.Mutex
+	proc      *process
+	gen       int   // bumped on every restart
+	restarted bool  // the one restart is used up
+	dead      error // set on the second crash, or on close
+}
+
+var errClosed = errors.New("component is closed")
+
+// current returns the live process and its generation.
+func (c *component) current() (*process, int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead != nil {
+		return nil, 0, c.dead
+	}
+	return c.proc, c.gen, nil
+}
+
+// crashed reports whether err means p's process died (as opposed to the
+// component returning an error or the caller giving up).
+func crashed(p *process, err error) bool {
+	return errors.Is(err, plugin.ErrConnection) ||
+		(p.exited() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded))
+}
+
+// restart replaces the process of generation gen, which crashed with cause.
+// Concurrent callers whose calls died with the same process share one
+// restart. The second crash of a component is final.
+func (c *component) restart(ctx context.Context, gen int, cause error) (*process, int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead != nil {
+		return nil, 0, c.dead
+	}
+	if c.gen != gen {
+		return c.proc, c.gen, nil // someone else restarted it already
+	}
+	old := c.proc
+	old.kill()
+	if c.restarted {
+		c.dead = fmt.Errorf("%s crashed twice: %w", c.label, cause)
+		return nil, 0, c.dead
+	}
+	c.restarted = true
+	c.host.logger.Warn("plugin crashed; restarting it once", "plugin", c.src.Name, "kind", c.kind, "name", c.name, "error", cause)
+	// The restart serves every caller waiting on it, so it must not die
+	// with the context of whichever call noticed the crash.
+	p, err := c.host.launch(context.WithoutCancel(ctx), c.src, c.kind, c.name, c.opts)
+	if err != nil {
+		c.dead = fmt.Errorf("%s crashed, and restarting it failed: %w (crash: %v)", c.label, err, cause)
+		return nil, 0, c.dead
+	}
+	c.proc = p
+	c.gen++
+	return p, c.gen, nil
+}
+
+// do runs f against the component, restarting a crashed plugin once and
+// retrying f on the new process.
+func (c *component) do(ctx context.Context, f func(x any) error) error {
+	if c.inproc != nil {
+		return f(c.inproc)
+	}
+	p, gen, err := c.current()
+	if err != nil {
+		return err
+	}
+	for {
+		err = f(p.remote)
+		if err == nil || !crashed(p, err) {
+			return err
+		}
+		if p, gen, err = c.restart(ctx, gen, err); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *component) info() plugin.Info {
+	if c.inproc != nil {
+		return plugin.Info{
+			Kind:         c.kind,
+			Name:         c.name,
+			Plugin:       BuiltinPlugin,
+			Version:      c.host.opts.Builtin.Version,
+			Protocol:     plugin.Protocol,
+			Capabilities: plugin.Capabilities(c.inproc),
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proc == nil {
+		return plugin.Info{Kind: c.kind, Name: c.name, Plugin: c.src.Name}
+	}
+	return c.proc.remote.Info()
+}
+
+// close releases the component and kills its process. Closing twice is a
+// no-op.
+func (c *component) close() error {
+	defer c.host.forget(c)
+	if c.inproc != nil {
+		c.mu.Lock()
+		x := c.inproc
+		already := c.dead != nil
+		c.dead = fmt.Errorf("%s: %w", c.label, errClosed)
+		c.mu.Unlock()
+		if cl, ok := x.(io.Closer); ok && !already {
+			return cl.Close()
+		}
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if errors.Is(c.dead, errClosed) {
+		return nil
+	}
+	c.dead = fmt.Errorf("%s: %w", c.label, errClosed)
+	p := c.proc
+	c.proc = nil
+	if p == nil {
+		return nil
+	}
+	var err error
+	if !p.exited() {
+		if cerr := p.remote.Close(); cerr != nil && !errors.Is(cerr, plugin.ErrConnection) {
+			err = fmt.Errorf("%s: close: %w", c.label, cerr)
+		}
+	}
+	p.kill()
+	return err
+}
+
+// unsupported is what optional methods return when the component lacks the
+// interface.
+func (c *component) unsupported(what string) error {
+	return fmt.Errorf("%s has no %s: %w", c.label, what, sdk.ErrUnsupported)
+}
+
+func (c *component) validate(ctx context.Context) error {
+	return c.do(ctx, func(x any) error {
+		if v, ok := x.(sdk.Validator); ok {
+			return v.Validate(ctx)
+		}
+		return nil
+	})
+}
+
+// Task is an opened task. Samples survives one plugin crash: the stream is
+// reopened and the samples already delivered are skipped, so none is lost
+// or repeated (tasks must produce the same order on every read).
+type Task struct{ c *component }
+
+func (t *Task) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*sdk.Sample, error] {
+	c := t.c
+	if c.inproc != nil {
+		return c.inproc.(sdk.Task).Samples(ctx, req)
+	}
+	return func(yield func(*sdk.Sample, error) bool) {
+		p, gen, err := c.current()
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		delivered := 0
+		for {
+			skip := delivered
+			var crash error
+			for s, err := range p.remote.(sdk.Task).Samples(ctx, req) {
+				if err != nil && crashed(p, err) {
+					crash = err
+					break
+				}
+				if skip > 0 {
+					skip--
+					continue
+				}
+				if !yield(s, err) {
+					return
+				}
+				delivered++
+			}
+			if crash == nil {
+				return
+			}
+			if p, gen, err = c.restart(ctx, gen, crash); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
+	}
+}
+
+func (t *Task) Validate(ctx context.Context) error { return t.c.validate(ctx) }
+func (t *Task) Info() plugin.Info                  { return t.c.info() }
+func (t *Task) Close() error                       { return t.c.close() }
+
+// Model is an opened model. Tokenize returns an error wrapping
+// sdk.ErrUnsupported when the model has no tokenizer.
+type Model struct{ c *component }
+
+func (m *Model) Generate(ctx context.Context, req *sdk.GenerateRequest) (resp *sdk.GenerateResponse, err error) {
+	err = m.c.do(ctx, func(x any) (err error) {
+		resp, err = x.(sdk.Model).Generate(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (m *Model) Tokenize(ctx context.Context, req *sdk.TokenizeRequest) (resp *sdk.TokenizeResponse, err error) {
+	err = m.c.do(ctx, func(x any) (err error) {
+		tk, ok := x.(sdk.Tokenizer)
+		if !ok {
+			return m.c.unsupported("tokenizer")
+		}
+		resp, err = tk.Tokenize(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (m *Model) Validate(ctx context.Context) error { return m.c.validate(ctx) }
+func (m *Model) Info() plugin.Info                  { return m.c.info() }
+func (m *Model) Close() error                       { return m.c.close() }
+
+// Scorer is an opened scorer. Aggregate returns an error wrapping
+// sdk.ErrUnsupported when the scorer has no aggregator; the caller then
+// reports the mean of valid values.
+type Scorer struct{ c *component }
+
+func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (resp *sdk.ScoreResponse, err error) {
+	err = s.c.do(ctx, func(x any) (err error) {
+		resp, err = x.(sdk.Scorer).Score(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (resp *sdk.AggregateResponse, err error) {
+	err = s.c.do(ctx, func(x any) (err error) {
+		ag, ok := x.(sdk.Aggregator)
+		if !ok {
+			return s.c.unsupported("aggregator")
+		}
+		resp, err = ag.Aggregate(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (s *Scorer) Validate(ctx context.Context) error { return s.c.validate(ctx) }
+func (s *Scorer) Info() plugin.Info                  { return s.c.info() }
+func (s *Scorer) Close() error                       { return s.c.close() }
+
+// Retriever is an opened retriever.
+type Retriever struct{ c *component }
+
+func (r *Retriever) Retrieve(ctx context.Context, req *sdk.RetrieveRequest) (resp *sdk.RetrieveResponse, err error) {
+	err = r.c.do(ctx, func(x any) (err error) {
+		resp, err = x.(sdk.Retriever).Retrieve(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (r *Retriever) Validate(ctx context.Context) error { return r.c.validate(ctx) }
+func (r *Retriever) Info() plugin.Info                  { return r.c.info() }
+func (r *Retriever) Close() error                       { return r.c.close() }
+
+// Compile-time checks that opened components are what the kernel expects.
+var (
+	_ sdk.Task       = (*Task)(nil)
+	_ sdk.Model      = (*Model)(nil)
+	_ sdk.Tokenizer  = (*Model)(nil)
+	_ sdk.Scorer     = (*Scorer)(nil)
+	_ sdk.Aggregator = (*Scorer)(nil)
+	_ sdk.Retriever  = (*Retriever)(nil)
+	_ sdk.Validator  = (*Task)(nil)
+	_ io.Closer      = (*Task)(nil)
+	_ io.Closer      = (*Model)(nil)
+	_ io.Closer      = (*Scorer)(nil)
+	_ io.Closer      = (*Retriever)(nil)
+)

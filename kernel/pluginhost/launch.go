@@ -1,0 +1,123 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
+)
+
+// startTimeout bounds a plugin's start-up: exec, handshake and dial.
+const startTimeout = time.Minute
+
+// process is one running plugin process serving one configured component.
+type process struct {
+	client *goplugin.Client
+	remote plugin.Component
+}
+
+func (p *process) exited() bool { return p.client.Exited() }
+
+// kill ends the process and waits for it. go-plugin asks the plugin to shut
+// down first and kills it if it does not within two seconds.
+func (p *process) kill() { p.client.Kill() }
+
+// launch starts src serving kind/name and configures it with opts.
+func (h *Host) launch(ctx context.Context, src *Source, kind sdk.Kind, name string, opts sdk.Options) (*process, error) {
+	if !src.Builtin {
+		if _, err := checkBinary(src); err != nil {
+			return nil, err
+		}
+		// Hash right before starting, so a binary swapped since describe is
+		// still caught.
+		if _, err := verifySHA256(src); err != nil {
+			return nil, err
+		}
+	}
+	logger := h.logger.Named(src.Name)
+	cmd := exec.Command(src.Path, startArgs(src, string(kind), name)...)
+	cmd.Env = append(os.Environ(), plugin.LogLevelEnv+"="+logLevel(h.logger))
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  plugin.Handshake(),
+		Plugins:          plugin.ClientPlugins(),
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		Managed:          true,
+		Logger:           logger,
+		// What the plugin prints to os.Stderr outside hclog (fmt.Fprintln,
+		// a library's log package) arrives here, not in the log stream.
+		SyncStderr:      logger.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+		SyncStdout:      logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}),
+		GRPCDialOptions: plugin.DialOptions(),
+		StartTimeout:    startTimeout,
+	})
+	// Start and Dispense take no context; killing the client is how a
+	// cancelled launch is abandoned.
+	stop := context.AfterFunc(ctx, client.Kill)
+	defer stop()
+
+	fail := func(err error) (*process, error) {
+		client.Kill()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: start %s %q: %w", src, kind, name, ctx.Err())
+		}
+		return nil, err
+	}
+	rpc, err := client.Client()
+	if err != nil {
+		return fail(startError(src, kind, name, err))
+	}
+	raw, err := rpc.Dispense(plugin.PluginKey)
+	if err != nil {
+		return fail(fmt.Errorf("%s: start %s %q: %w", src, kind, name, err))
+	}
+	conn, ok := raw.(*grpc.ClientConn)
+	if !ok {
+		return fail(fmt.Errorf("%s: start %s %q: dispensed %T, not a gRPC connection", src, kind, name, raw))
+	}
+	remote, err := plugin.Configure(ctx, conn, kind, name, opts)
+	if err != nil {
+		return fail(fmt.Errorf("%s: configure %s %q: %w", src, kind, name, err))
+	}
+	if !stop() {
+		// ctx was cancelled just now and the kill is under way.
+		return fail(fmt.Errorf("%s: start %s %q: %w", src, kind, name, context.Cause(ctx)))
+	}
+	return &process{client: client, remote: remote}, nil
+}
+
+func logLevel(l hclog.Logger) string {
+	lv := l.GetLevel()
+	if lv == hclog.NoLevel {
+		lv = hclog.Info
+	}
+	return lv.String()
+}
+
+// go-plugin words a handshake version mismatch as "incompatible API version
+// with plugin. Plugin version: 2, Client versions: [1]".
+var versionMismatch = regexp.MustCompile(`incompatible API version with plugin\. Plugin version: (\d+)`)
+
+// startError rewords go-plugin's start-up failures for hayloft's users.
+func startError(src *Source, kind sdk.Kind, name string, err error) error {
+	if m := versionMismatch.FindStringSubmatch(err.Error()); m != nil {
+		v, _ := strconv.Atoi(m[1])
+		return fmt.Errorf("plugin %q speaks %s, this hayloft speaks %s", src.Name, plugin.ProtocolName(v), plugin.Protocol)
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return fmt.Errorf("plugin %q: cannot run %s: %v", src.Name, src.Path, ee.Err)
+	}
+	return fmt.Errorf("%s: start %s %q: %w", src, kind, name, err)
+}

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// The runner journals responses and scores from many goroutines at about
+// 2,000 samples/s; these measure the store at that shape: 32 concurrent
+// writers per core, each blocked until its row is committed.
+
+func BenchmarkPutResponse(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b)
+	id := testIdentity()
+	filler := strings.Repeat("Light is propagated from luminous bodies in time. ", 80) // ~4 KB prompt
+	var n atomic.Int64
+	b.SetParallelism(32)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			req := &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: fmt.Sprintf("%s\n\nQuestion %d?", filler, i)}}}
+			key := fmt.Sprintf("%064x", i) // RequestKey's cost is the runner's, not the store's
+			resp := &sdk.GenerateResponse{Text: "The answer is 42.", FinishReason: "stop", Usage: sdk.Usage{PromptTokens: 1000, CompletionTokens: 6}}
+			if err := s.PutResponse(ctx, key, id, req, resp, 800*time.Millisecond); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "responses/s")
+}
+
+// One writer at a time: the latency of a commit with nothing to share it.
+// The gap to BenchmarkPutResponse is what group commit buys.
+func BenchmarkPutResponseSerial(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b)
+	id := testIdentity()
+	filler := strings.Repeat("Light is propagated from luminous bodies in time. ", 80)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		req := &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: fmt.Sprintf("%s\n\nQuestion %d?", filler, i)}}}
+		resp := &sdk.GenerateResponse{Text: "The answer is 42.", FinishReason: "stop", Usage: sdk.Usage{PromptTokens: 1000, CompletionTokens: 6}}
+		if err := s.PutResponse(ctx, fmt.Sprintf("%064x", i), id, req, resp, time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPutScore(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b)
+	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "bench.hcl"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Scorers: []string{"rougel"}}); err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			sc := &sdk.ScoreResponse{Value: 0.5, Details: map[string]any{"p": 0.4, "r": 0.6}, Stats: []float64{3, 4, 5}}
+			if err := s.PutScore(ctx, run, "e", fmt.Sprintf("s%d", i), "rougel", sc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "scores/s")
+}
+
+func BenchmarkLookupResponse(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b)
+	id := testIdentity()
+	keys := make([]string, 1000)
+	for i := range keys {
+		req := testRequest(i)
+		keys[i], _ = RequestKey(id, req)
+		if err := s.PutResponse(ctx, keys[i], id, req, &sdk.GenerateResponse{Text: "x"}, time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, ok, err := s.LookupResponse(ctx, keys[n.Add(1)%int64(len(keys))]); err != nil || !ok {
+				b.Fatalf("lookup: ok=%v err=%v", ok, err)
+			}
+		}
+	})
+}

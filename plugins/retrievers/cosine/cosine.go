@@ -1,0 +1,269 @@
+// Package cosine is the dense retriever of the RAG ablation (XLBench's
+// setting): split the context into chunks, embed the chunks and the
+// sample's question, keep the top-k chunks by cosine similarity, and send
+// them, joined, in place of the context.
+//
+// Options (all optional):
+//
+//	chunk_tokens  = 500            # chunk length, in tokens or characters
+//	chunk_overlap = 0
+//	chunk_by      = "tokens"       # or "chars"
+//	tokenizer     = "cl100k_base"  # for chunk_by = "tokens"
+//	top_k         = 5
+//	order         = "document"     # or "score": best chunk first
+//	separator     = "\n\n"
+//	embedder      = "hashing"      # or "hashing:dim=2048,words=2,chars=3",
+//	                               # or "openai:http://127.0.0.1:8080/v1"
+//	embedding_model = "bge-m3"     # openai: the served model (required)
+//	api_key_env   = "EMBED_KEY"    # openai: variable holding the key
+//	batch_size    = 64             # openai: texts per request
+//	cache         = "path.db"      # openai: journal for cached vectors;
+//	                               # default $HAYLOFT_STORE; "off": none
+//
+// A server's vectors are cached by (embedder identity, SHA-256 of the text)
+// in memory and in the journal, so a second ablation over the same
+// documents embeds nothing again. Hashing vectors are cheaper to compute
+// than to load and are never written to the journal. Either way, a
+// document's chunks and vectors are kept per process for the few most
+// recent documents, so samples sharing one context are embedded once.
+package cosine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hayloft/hayloft/kernel/store"
+	"github.com/hayloft/hayloft/plugins/retrievers/chunk"
+	"github.com/hayloft/hayloft/plugins/retrievers/embed"
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Name is the retriever's registered name.
+const Name = "cosine"
+
+// StoreEnv names the environment variable the kernel sets to the journal's
+// path for plugin processes; it is the default embedding cache.
+const StoreEnv = "HAYLOFT_STORE"
+
+// CacheOff disables the journal cache.
+const CacheOff = "off"
+
+// docCacheSize is how many documents' indexes a retriever keeps.
+const docCacheSize = 8
+
+// options are flat rather than embedding chunk.Options and friends:
+// encoding/json would name a mistyped embedded field "Options.top_k",
+// which is not what the user wrote.
+type options struct {
+	ChunkTokens    int     `json:"chunk_tokens"`
+	ChunkOverlap   int     `json:"chunk_overlap"`
+	ChunkBy        string  `json:"chunk_by"`
+	Tokenizer      string  `json:"tokenizer"`
+	TopK           int     `json:"top_k"`
+	Order          string  `json:"order"`
+	Separator      *string `json:"separator"`
+	Embedder       string  `json:"embedder"`
+	EmbeddingModel string  `json:"embedding_model"`
+	APIKeyEnv      string  `json:"api_key_env"`
+	BatchSize      int     `json:"batch_size"`
+	Cache          string  `json:"cache"`
+}
+
+// Retriever is the cosine retriever. Build it with New; it is safe for
+// concurrent use.
+type Retriever struct {
+	split     chunk.Options
+	sel       chunk.Selection
+	base      embed.Embedder // as configured
+	emb       embed.Embedder // base, or base behind a Cache
+	cachePath string         // "" when vectors are not journaled
+	store     *store.Store
+	docs      *chunk.DocCache[*index]
+}
+
+var (
+	_ sdk.Retriever   = (*Retriever)(nil)
+	_ sdk.Provisioner = (*Retriever)(nil)
+)
+
+// index is one document, chunked and embedded.
+type index struct {
+	chunks  []chunk.Chunk
+	dim     int
+	matrix  []float32 // len(chunks) rows of dim floats, unit length
+	weights []float32 // the embedder's weights fitted on this document, or nil
+}
+
+// New builds the retriever from its options; it is the sdk.RetrieverFactory
+// of "cosine". Errors are *sdk.ConfigError naming the option.
+func New(ctx context.Context, opts sdk.Options) (sdk.Retriever, error) {
+	return NewRetriever(ctx, opts)
+}
+
+// NewRetriever is New returning the concrete type.
+func NewRetriever(ctx context.Context, opts sdk.Options) (*Retriever, error) {
+	var o options
+	if err := opts.Decode(&o); err != nil {
+		return nil, err
+	}
+	split := chunk.Options{Size: o.ChunkTokens, Overlap: o.ChunkOverlap, By: o.ChunkBy, Tokenizer: o.Tokenizer}
+	if err := split.Check(); err != nil {
+		return nil, err
+	}
+	sel := chunk.Selection{TopK: o.TopK, Order: o.Order, Separator: o.Separator}
+	if err := sel.Check(); err != nil {
+		return nil, err
+	}
+	base, err := embed.New(ctx, embed.Config{Embedder: o.Embedder, Model: o.EmbeddingModel, APIKeyEnv: o.APIKeyEnv, BatchSize: o.BatchSize})
+	if err != nil {
+		return nil, err
+	}
+	r := &Retriever{
+		split: split.WithDefaults(),
+		sel:   sel.WithDefaults(),
+		base:  base,
+		emb:   base,
+		docs:  chunk.NewDocCache[*index](docCacheSize),
+	}
+	if _, local := base.(*embed.Hashing); local {
+		if o.Cache != "" {
+			return nil, sdk.Configf("cache", "hashing vectors are computed, not cached; cache applies to openai embedders")
+		}
+		return r, nil
+	}
+	r.emb = embed.NewCache(base, nil, 0)
+	switch o.Cache {
+	case CacheOff:
+	case "":
+		r.cachePath = os.Getenv(StoreEnv)
+	default:
+		r.cachePath = o.Cache
+	}
+	return r, nil
+}
+
+// Provision opens the journal that caches vectors, if any. The journal is
+// SQLite in WAL mode, which lets this process share it with the kernel.
+func (r *Retriever) Provision(ctx context.Context) error {
+	if r.cachePath == "" || r.store != nil {
+		return nil
+	}
+	st, err := store.Open(ctx, r.cachePath)
+	if err != nil {
+		return fmt.Errorf("cosine: embedding cache: %w", err)
+	}
+	r.store = st
+	r.emb = embed.NewCache(r.base, st, 0)
+	return nil
+}
+
+// Close closes the journal and the embedder's connections.
+func (r *Retriever) Close() error {
+	var errs []error
+	if r.store != nil {
+		errs = append(errs, r.store.Close())
+		r.store = nil
+	}
+	if c, ok := r.base.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// CacheStats reports where the vectors of a server embedder came from; zero
+// for the hashing embedder.
+func (r *Retriever) CacheStats() embed.CacheStats {
+	if c, ok := r.emb.(*embed.Cache); ok {
+		return c.Stats()
+	}
+	return embed.CacheStats{}
+}
+
+// Retrieve keeps the chunks of the sample's context most similar to its
+// question.
+func (r *Retriever) Retrieve(ctx context.Context, req *sdk.RetrieveRequest) (*sdk.RetrieveResponse, error) {
+	s := req.Sample
+	if s == nil {
+		return nil, &sdk.RequestError{Code: sdk.CodeBadRequest, Msg: "cosine: request has no sample"}
+	}
+	if s.Context == "" {
+		return &sdk.RetrieveResponse{Details: r.details(nil, nil)}, nil
+	}
+	if strings.TrimSpace(s.Question) == "" {
+		return nil, &sdk.RequestError{Code: sdk.CodeBadRequest, Msg: fmt.Sprintf("cosine: sample %q has no question to retrieve with", s.ID)}
+	}
+	idx, err := r.docs.Get(ctx, s.Context, func() (*index, error) { return r.build(ctx, s.Context) })
+	if err != nil {
+		return nil, fmt.Errorf("cosine: sample %q: %w", s.ID, err)
+	}
+	q, err := r.query(ctx, idx, s.Question)
+	if err != nil {
+		return nil, fmt.Errorf("cosine: sample %q: %w", s.ID, err)
+	}
+	hits := TopK(idx.matrix, idx.dim, q, r.sel.TopK)
+	text, kept := r.sel.Assemble(idx.chunks, hits)
+	return &sdk.RetrieveResponse{Context: text, Chunks: kept, Details: r.details(idx, kept)}, nil
+}
+
+func (r *Retriever) details(idx *index, kept []sdk.Chunk) map[string]any {
+	n := 0
+	if idx != nil {
+		n = len(idx.chunks)
+	}
+	d := chunk.Details(Name, r.split, r.sel, n, kept)
+	d["embedder"] = r.base.Identity()
+	return d
+}
+
+// build chunks and embeds one document.
+func (r *Retriever) build(ctx context.Context, text string) (*index, error) {
+	chunks, err := chunk.Split(text, r.split)
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.Text
+	}
+	vecs, err := r.emb.Embed(ctx, texts)
+	if err != nil {
+		return nil, fmt.Errorf("embed %d chunks: %w", len(chunks), err)
+	}
+	dim := len(vecs[0])
+	if dim == 0 {
+		return nil, fmt.Errorf("embed %d chunks: %s returned empty vectors", len(chunks), r.base.Identity())
+	}
+	idx := &index{chunks: chunks, dim: dim, matrix: make([]float32, len(chunks)*dim)}
+	if w, ok := r.base.(embed.Weigher); ok {
+		idx.weights = w.Weights(vecs)
+	}
+	for i, v := range vecs {
+		// A cached vector of another length means the identity no longer
+		// names the model (a server swapped its model under one name).
+		if len(v) != dim {
+			return nil, fmt.Errorf("chunk %d embeds to %d dimensions, chunk 0 to %d (stale cache for %s?)", i, len(v), dim, r.base.Identity())
+		}
+		row := idx.matrix[i*dim : (i+1)*dim]
+		copy(row, v) // vectors from a Cache are shared: weigh a copy
+		embed.Apply(idx.weights, row)
+	}
+	return idx, nil
+}
+
+// query embeds the question as the document's chunks were.
+func (r *Retriever) query(ctx context.Context, idx *index, question string) ([]float32, error) {
+	vecs, err := r.emb.Embed(ctx, []string{question})
+	if err != nil {
+		return nil, fmt.Errorf("embed question: %w", err)
+	}
+	if len(vecs[0]) != idx.dim {
+		return nil, fmt.Errorf("question embeds to %d dimensions, the chunks to %d", len(vecs[0]), idx.dim)
+	}
+	q := make([]float32, idx.dim)
+	copy(q, vecs[0])
+	embed.Apply(idx.weights, q)
+	return q, nil
+}

@@ -1,0 +1,35 @@
+package embed
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/hayloft/hayloft/plugins/retrievers/chunk"
+)
+
+// BenchmarkHashing embeds Opticks in chunks of 500 cl100k tokens with the
+// default hashing embedder.
+func BenchmarkHashing(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	if err != nil {
+		b.Skip(err)
+	}
+	chunks, err := chunk.Split(string(raw), chunk.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.Text
+	}
+	h, _ := ParseHashing("")
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := h.Embed(context.Background(), texts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

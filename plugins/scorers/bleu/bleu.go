@@ -1,0 +1,302 @@
+// Package bleu is the BLEU scorer. Mode "sacrebleu" (the default) reproduces
+// sacrebleu 2.x: tokenizers 13a, zh, char, none and intl, smoothing exp,
+// floor, add-k and none, effective order, any max order, and corpus BLEU from
+// summed statistics. Mode "nltk" reproduces nltk.translate.bleu_score with
+// its weights and SmoothingFunction methods 0-7.
+//
+// Per sample, the scorer returns sentence BLEU with sacrebleu's
+// sentence_bleu defaults (effective order on) in Value and Details (sacrebleu
+// field names: score, counts, totals, precisions, bp, sys_len, ref_len), and
+// the segment's sufficient statistics in Stats. The scorer is also an
+// sdk.Aggregator: Aggregate sums the statistics into corpus BLEU, which is not
+// the mean of sentence scores, and bootstraps its confidence interval by
+// resampling the statistics.
+//
+// Scales follow the reference libraries: sacrebleu scores are 0-100, NLTK
+// scores 0-1.
+package bleu
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/stats"
+)
+
+// Name is the name the scorer is registered under.
+const Name = "bleu"
+
+// Modes accepted by the mode option.
+const (
+	ModeSacreBLEU = "sacrebleu"
+	ModeNLTK      = "nltk"
+)
+
+// Options are the scorer's settings, named after the reference libraries'
+// parameters.
+type Options struct {
+	Mode string `json:"mode"`
+	// Tokenize is the sacrebleu tokenizer; in nltk mode it also splits the
+	// texts into the token lists NLTK expects (default "none": whitespace).
+	// Unset in sacrebleu mode, it is "zh" for Chinese (trg_lang, else the
+	// sample's language) and "13a" otherwise, as sacrebleu chooses.
+	Tokenize string `json:"tokenize"`
+	// TrgLang is sacrebleu's trg_lang: the language of the references.
+	TrgLang   string `json:"trg_lang"`
+	Lowercase bool   `json:"lowercase"`
+	// SmoothMethod is exp|floor|add-k|none for sacrebleu, method0..method7
+	// for nltk.
+	SmoothMethod string `json:"smooth_method"`
+	// SmoothValue is sacrebleu's floor/add-k value, or NLTK's epsilon for
+	// method1.
+	SmoothValue *float64 `json:"smooth_value"`
+	// UseEffectiveOrder, when unset, is on for per-sample scores
+	// (sacrebleu.sentence_bleu) and off for the corpus score
+	// (sacrebleu.corpus_bleu), the libraries' own defaults.
+	UseEffectiveOrder *bool `json:"use_effective_order"`
+	MaxNgramOrder     int   `json:"max_ngram_order"`
+	// Weights are NLTK's n-gram weights (nltk mode); their count is the max
+	// order. Default: uniform over max_ngram_order (4).
+	Weights []float64 `json:"weights"`
+	// Force is accepted for sacrebleu compatibility; sacrebleu only uses it
+	// to silence a warning about pre-tokenized input, so it changes nothing.
+	Force bool `json:"force"`
+	// Seed and BootstrapResamples control the aggregate's 95% interval.
+	Seed               uint64 `json:"seed"`
+	BootstrapResamples int    `json:"bootstrap_resamples"`
+}
+
+// Scorer computes BLEU. It is safe for concurrent use.
+type Scorer struct {
+	opts     Options
+	tok      tokenizeFunc // nil: chosen per sample by language
+	sentence sacreParams  // per-sample parameters
+	corpus   sacreParams  // aggregate parameters
+	method   int          // NLTK smoothing method
+	epsilon  float64
+	counters sync.Pool // *counter
+}
+
+var _ sdk.Aggregator = (*Scorer)(nil)
+
+// New builds the bleu scorer; the result also implements sdk.Aggregator.
+func New(ctx context.Context, opts sdk.Options) (sdk.Scorer, error) {
+	return newScorer(opts)
+}
+
+func newScorer(raw sdk.Options) (*Scorer, error) {
+	var o Options
+	if err := raw.Decode(&o); err != nil {
+		return nil, err
+	}
+	if o.Mode == "" {
+		o.Mode = ModeSacreBLEU
+	}
+	if o.MaxNgramOrder < 0 || o.MaxNgramOrder > 16 {
+		return nil, sdk.Configf("max_ngram_order", "want 1..16, got %d", o.MaxNgramOrder)
+	}
+	if o.BootstrapResamples < 0 {
+		return nil, sdk.Configf("bootstrap_resamples", "want a positive count, got %d", o.BootstrapResamples)
+	}
+	s := &Scorer{opts: o}
+	switch o.Mode {
+	case ModeSacreBLEU:
+		if len(o.Weights) > 0 {
+			return nil, sdk.Configf("weights", "weights apply to mode %q only", ModeNLTK)
+		}
+		if o.SmoothMethod == "" {
+			o.SmoothMethod = SmoothExp
+		}
+		switch o.SmoothMethod {
+		case SmoothExp, SmoothFloor, SmoothAddK, SmoothNone:
+		default:
+			return nil, sdk.Configf("smooth_method", "unknown smoothing %q (want exp, floor, add-k or none)", o.SmoothMethod)
+		}
+		value := smoothDefaults[o.SmoothMethod]
+		if o.SmoothValue != nil {
+			value = *o.SmoothValue
+		}
+		if o.MaxNgramOrder == 0 {
+			o.MaxNgramOrder = 4
+		}
+		s.sentence = sacreParams{smoothMethod: o.SmoothMethod, smoothValue: value, effectiveOrder: true, maxOrder: o.MaxNgramOrder}
+		s.corpus = s.sentence
+		s.corpus.effectiveOrder = false
+		if o.UseEffectiveOrder != nil {
+			s.sentence.effectiveOrder = *o.UseEffectiveOrder
+			s.corpus.effectiveOrder = *o.UseEffectiveOrder
+		}
+	case ModeNLTK:
+		if o.Tokenize == "" {
+			o.Tokenize = TokenizeNone
+		}
+		if o.UseEffectiveOrder != nil {
+			return nil, sdk.Configf("use_effective_order", "applies to mode %q only", ModeSacreBLEU)
+		}
+		if o.SmoothMethod == "" {
+			o.SmoothMethod = "method0"
+		}
+		m, err := strconv.Atoi(strings.TrimPrefix(o.SmoothMethod, "method"))
+		if err != nil || !strings.HasPrefix(o.SmoothMethod, "method") || m < 0 || m > 7 {
+			return nil, sdk.Configf("smooth_method", "unknown NLTK smoothing %q (want method0..method7)", o.SmoothMethod)
+		}
+		s.method = m
+		s.epsilon = 0.1
+		if o.SmoothValue != nil {
+			s.epsilon = *o.SmoothValue
+		}
+		if len(o.Weights) == 0 {
+			n := o.MaxNgramOrder
+			if n == 0 {
+				n = 4
+			}
+			for range n {
+				o.Weights = append(o.Weights, 1/float64(n))
+			}
+		} else if o.MaxNgramOrder != 0 && o.MaxNgramOrder != len(o.Weights) {
+			return nil, sdk.Configf("max_ngram_order", "%d disagrees with the %d weights", o.MaxNgramOrder, len(o.Weights))
+		}
+		o.MaxNgramOrder = len(o.Weights)
+	default:
+		return nil, sdk.Configf("mode", "unknown mode %q (want %q or %q)", o.Mode, ModeSacreBLEU, ModeNLTK)
+	}
+	if o.Tokenize == "" && o.TrgLang != "" {
+		o.Tokenize = tokenizeForLang(o.TrgLang)
+	}
+	if o.Tokenize != "" {
+		tok, ok := tokenizerFor(o.Tokenize)
+		if !ok {
+			return nil, sdk.Configf("tokenize", "unknown tokenizer %q (want 13a, zh, char, none or intl)", o.Tokenize)
+		}
+		s.tok = tok
+	}
+	s.opts = o
+	n := o.MaxNgramOrder
+	s.counters.New = func() any { return newCounter(n) }
+	return s, nil
+}
+
+// tokenizeForLang is sacrebleu's default tokenizer for a target language,
+// among those implemented here.
+func tokenizeForLang(lang string) string {
+	if lang == "zh" || strings.HasPrefix(lang, "zh-") || strings.HasPrefix(lang, "zh_") {
+		return TokenizeZh
+	}
+	return Tokenize13a
+}
+
+// tokens preprocesses one segment as sacrebleu's _preprocess_segment does
+// (lowercase, strip trailing whitespace, tokenize) and splits it.
+func (s *Scorer) tokens(tok tokenizeFunc, seg string) []string {
+	if s.opts.Lowercase {
+		seg = pyLower(seg)
+	}
+	return pyFields(tok(pyRStrip(seg)))
+}
+
+// Score returns the sentence BLEU of the prediction against sample.Targets.
+func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	if req == nil || req.Sample == nil {
+		return nil, fmt.Errorf("%s: request has no sample", Name)
+	}
+	if len(req.Sample.Targets) == 0 {
+		return nil, fmt.Errorf("%s: sample %q has no targets", Name, req.Sample.ID)
+	}
+	tok := s.tok
+	if tok == nil {
+		tok, _ = tokenizerFor(tokenizeForLang(req.Sample.Language))
+	}
+	hyp := s.tokens(tok, req.Prediction)
+	refs := make([][]string, len(req.Sample.Targets))
+	for i, t := range req.Sample.Targets {
+		refs[i] = s.tokens(tok, t)
+	}
+	if s.opts.Mode == ModeNLTK {
+		st := nltkStats(refs, hyp, s.opts.MaxNgramOrder)
+		res, err := nltkFromStats(st, s.opts.Weights, s.method, s.epsilon, refs, hyp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: sample %q: %w", Name, req.Sample.ID, err)
+		}
+		return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
+	}
+	c := s.counters.Get().(*counter)
+	st := c.stats(hyp, refs)
+	s.putCounter(c)
+	res := compute(st, s.sentence)
+	return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
+}
+
+func (s *Scorer) putCounter(c *counter) {
+	if len(c.vocab) > 1<<16 {
+		return // let an outsized one go rather than pin its memory
+	}
+	s.counters.Put(c)
+}
+
+func (r nltkResult) details() map[string]any {
+	return map[string]any{
+		"score":      r.Score,
+		"precisions": r.Precisions,
+		"bp":         r.BP,
+		"hyp_len":    r.HypLen,
+		"ref_len":    r.RefLen,
+	}
+}
+
+// Aggregate is corpus BLEU: the segments' statistics summed, then one BLEU
+// computation. Its 95% interval resamples segments (their statistics) with
+// replacement. Scores without statistics are counted as invalid.
+func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	width := 2 + 2*s.opts.MaxNgramOrder
+	var rows [][]float64
+	invalid := 0
+	for i, sc := range req.Scores {
+		if sc == nil || sc.Invalid || len(sc.Stats) == 0 {
+			invalid++
+			continue
+		}
+		if len(sc.Stats) != width {
+			return nil, fmt.Errorf("%s: score %d has %d statistics, want %d (scored with a different max_ngram_order?)", Name, i, len(sc.Stats), width)
+		}
+		rows = append(rows, sc.Stats)
+	}
+	sum := make([]float64, width)
+	corpus := func(idx []int) (float64, map[string]any, error) {
+		clear(sum)
+		for _, i := range idx {
+			for j, v := range rows[i] {
+				sum[j] += v
+			}
+		}
+		if s.opts.Mode == ModeNLTK {
+			res, err := nltkFromStats(sum, s.opts.Weights, s.method, s.epsilon, nil, nil)
+			return res.Score, res.details(), err
+		}
+		res := compute(sum, s.corpus)
+		return res.Score, res.details(), nil
+	}
+	all := make([]int, len(rows))
+	for i := range all {
+		all[i] = i
+	}
+	value, details, err := corpus(all)
+	if err != nil {
+		return nil, fmt.Errorf("%s: aggregate: %w", Name, err)
+	}
+	lo, hi := stats.Bootstrap(len(rows), s.opts.BootstrapResamples, s.opts.Seed, func(idx []int) float64 {
+		v, _, _ := corpus(idx) // the full corpus succeeded, so resamples do too
+		return v
+	})
+	return &sdk.AggregateResponse{
+		Value:   value,
+		N:       len(req.Scores),
+		Invalid: invalid,
+		CILow:   lo,
+		CIHigh:  hi,
+		Details: details,
+	}, nil
+}

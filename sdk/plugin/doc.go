@@ -1,0 +1,26 @@
+// Package plugin is the hayloft plugin protocol, hayloft.plugin.v1: gRPC
+// services over hashicorp/go-plugin, one process per configured component.
+//
+// A plugin author registers components in an sdk.Set and hands it to Main:
+//
+//	func main() {
+//		set := sdk.NewSet("acme", "1.0.0")
+//		set.RegisterScorer("acme-match", newMatchScorer)
+//		plugin.Main(set)
+//	}
+//
+// The binary then answers `describe` (what it serves, as JSON) and `start
+// <kind> <name>` (serve that component to the hayloft that started it). The
+// hayloft binary serves its built-ins the same way through ServeComponent.
+//
+// The host side (Configure and the *Client types) turns a gRPC connection
+// back into sdk.Task, sdk.Model, sdk.Scorer and sdk.Retriever. Errors keep
+// their kind across the boundary (*sdk.ConfigError, *sdk.RetryableError,
+// *sdk.RequestError, sdk.ErrUnsupported, context errors), a panic in
+// component code becomes an error instead of a dead process, and a plugin
+// process exits when its parent dies. Package sdk/sdktest runs all of it
+// inside `go test`.
+//
+// The wire types live in proto/hayloft/plugin/v1; scripts/gen-proto.sh
+// regenerates them reproducibly.
+package plugin

@@ -1,0 +1,108 @@
+package stats
+
+import (
+	"math"
+	"testing"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+func TestMean(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{1, 2, 3, 4}, 2.5},
+		{[]float64{0.1, 0.2}, 0.15000000000000002},
+	} {
+		if got := Mean(tc.in); got != tc.want {
+			t.Errorf("Mean(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	sorted := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	// Values from numpy.percentile(range(1, 11), p).
+	for _, tc := range []struct{ p, want float64 }{
+		{0, 1}, {100, 10}, {50, 5.5}, {2.5, 1.225}, {97.5, 9.775}, {25, 3.25},
+	} {
+		if got := Percentile(sorted, tc.p); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Percentile(%v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if got := Percentile(nil, 50); got != 0 {
+		t.Errorf("Percentile(nil) = %v", got)
+	}
+}
+
+func meanOf(values []float64) func([]int) float64 {
+	return func(idx []int) float64 {
+		s := 0.0
+		for _, i := range idx {
+			s += values[i]
+		}
+		return s / float64(len(idx))
+	}
+}
+
+func TestBootstrap(t *testing.T) {
+	values := make([]float64, 200)
+	for i := range values {
+		values[i] = float64(i%7) / 6
+	}
+	lo1, hi1 := Bootstrap(len(values), 500, 42, meanOf(values))
+	lo2, hi2 := Bootstrap(len(values), 500, 42, meanOf(values))
+	if lo1 != lo2 || hi1 != hi2 {
+		t.Errorf("same seed, different intervals: [%v,%v] vs [%v,%v]", lo1, hi1, lo2, hi2)
+	}
+	lo3, hi3 := Bootstrap(len(values), 500, 43, meanOf(values))
+	if lo1 == lo3 && hi1 == hi3 {
+		t.Errorf("seeds 42 and 43 gave the same interval [%v,%v]", lo1, hi1)
+	}
+	m := Mean(values)
+	if !(lo1 < m && m < hi1) {
+		t.Errorf("interval [%v,%v] does not contain the mean %v", lo1, hi1, m)
+	}
+	// The standard error of this mean is about 0.024, so a 95% interval is
+	// about ±0.047; allow generous slack but catch a wrong percentile.
+	if w := hi1 - lo1; w < 0.05 || w > 0.15 {
+		t.Errorf("interval width %v, want about 0.09", w)
+	}
+	if lo, hi := Bootstrap(5, 100, 1, meanOf([]float64{2, 2, 2, 2, 2})); lo != 2 || hi != 2 {
+		t.Errorf("constant data: [%v,%v], want [2,2]", lo, hi)
+	}
+	if lo, hi := Bootstrap(0, 100, 1, nil); lo != 0 || hi != 0 {
+		t.Errorf("no data: [%v,%v]", lo, hi)
+	}
+	calls := 0
+	Bootstrap(3, 0, 1, func([]int) float64 { calls++; return 0 })
+	if calls != DefaultResamples {
+		t.Errorf("resamples 0 ran %d resamples, want %d", calls, DefaultResamples)
+	}
+}
+
+func TestAggregateMean(t *testing.T) {
+	scores := []*sdk.ScoreResponse{
+		{Value: 1}, {Value: 0}, {Value: 1}, {Invalid: true, Value: 99}, nil, {Value: 1},
+	}
+	agg := AggregateMean(scores, 7)
+	if agg.N != 6 || agg.Invalid != 2 {
+		t.Errorf("N=%d Invalid=%d, want 6 and 2", agg.N, agg.Invalid)
+	}
+	if agg.Value != 0.75 {
+		t.Errorf("Value = %v, want 0.75 (invalid scores excluded)", agg.Value)
+	}
+	if !(agg.CILow <= agg.Value && agg.Value <= agg.CIHigh) || agg.CILow < 0 || agg.CIHigh > 1 {
+		t.Errorf("CI [%v,%v] around %v", agg.CILow, agg.CIHigh, agg.Value)
+	}
+	if again := AggregateMean(scores, 7); again.Value != agg.Value || again.CILow != agg.CILow || again.CIHigh != agg.CIHigh {
+		t.Errorf("not reproducible: %+v vs %+v", again, agg)
+	}
+	empty := AggregateMean(nil, 1)
+	if empty.N != 0 || empty.Value != 0 || empty.CILow != 0 || empty.CIHigh != 0 {
+		t.Errorf("empty aggregate = %+v", empty)
+	}
+}
