@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Options are a component's own settings as the config file gave them,
@@ -27,7 +28,7 @@ func (o Options) Decode(v any) error {
 	}
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
-		return &ConfigError{Field: ute.Field, Msg: fmt.Sprintf("want %s, got %s", ute.Type, ute.Value)}
+		return &ConfigError{Field: optionPath(ute.Field), Msg: fmt.Sprintf("want %s, got %s", ute.Type, ute.Value)}
 	}
 	// encoding/json words this as `json: unknown field "name"`.
 	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
@@ -44,4 +45,14 @@ func MustOptions(v any) Options {
 		panic(err)
 	}
 	return Options(b)
+}
+
+// optionPath drops the Go names of embedded structs that encoding/json puts
+// in a field path ("Selection.top_k"): the config knows only "top_k".
+func optionPath(p string) string {
+	parts := strings.Split(p, ".")
+	for len(parts) > 1 && parts[0] != "" && unicode.IsUpper(rune(parts[0][0])) {
+		parts = parts[1:]
+	}
+	return strings.Join(parts, ".")
 }

@@ -89,10 +89,13 @@ type EvalResult struct {
 
 // Result is a whole run.
 type Result struct {
-	RunID               string        `json:"run_id"`
-	Evals               []*EvalResult `json:"evals"`
-	OverheadUSPerSample float64       `json:"overhead_us_per_sample"`
-	Interrupted         bool          `json:"interrupted,omitempty"`
+	RunID string        `json:"run_id"`
+	Evals []*EvalResult `json:"evals"`
+	// OverheadUSPerSample is the kernel's own cost per sample: this
+	// process's CPU time over the run divided by the samples processed
+	// (plugins and model servers run in other processes and are not in it).
+	OverheadUSPerSample float64 `json:"overhead_us_per_sample"`
+	Interrupted         bool    `json:"interrupted,omitempty"`
 }
 
 // Failed reports whether any row failed.
@@ -117,7 +120,10 @@ func (r *Runner) Run(ctx context.Context, cfg *config.Config) (*Result, error) {
 	comps := newComponents(r.opts.Opener)
 	defer comps.closeAll()
 
+	// kernelNS sums each sample's wall time outside the model call: the
+	// fallback overhead figure where process CPU time is not available.
 	var kernelNS, jobs atomic.Int64
+	cpu0, cpuOK := processCPU()
 	bar := newProgress(r.opts.Progress)
 	for _, ev := range cfg.Evals {
 		if !r.selected(ev.Name) {
@@ -132,6 +138,9 @@ func (r *Runner) Run(ctx context.Context, cfg *config.Config) (*Result, error) {
 	bar.finish()
 	if n := jobs.Load(); n > 0 {
 		res.OverheadUSPerSample = float64(kernelNS.Load()) / float64(n) / 1e3
+		if cpu1, ok := processCPU(); ok && cpuOK {
+			res.OverheadUSPerSample = float64(cpu1-cpu0) / float64(n) / 1e3
+		}
 	}
 	status := "done"
 	switch {
@@ -390,10 +399,6 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		return 0
 	}
 	meta.RequestKey = key
-	if err := r.opts.Store.PutSample(ctx, runID, rw.journalName, smp, meta); err != nil {
-		rw.cancel(fmt.Errorf("journal: %w", err))
-		return 0
-	}
 
 	var wait time.Duration
 	cached, hit, err := r.opts.Store.LookupResponse(ctx, key)
@@ -411,8 +416,8 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		t0 := time.Now()
 		resp, err := rw.model.model.Generate(ctx, req)
 		wait = time.Since(t0)
-		r.journalAttempts(ctx, key, resp, err)
 		if err != nil {
+			r.journalAttempts(ctx, key, err)
 			if ctx.Err() != nil {
 				return wait // interrupted: not a failure of the sample, it is asked again on resume
 			}
@@ -430,6 +435,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 	rw.res.Samples++
 	rw.mu.Unlock()
 
+	named := make([]store.NamedScore, 0, len(scorers))
 	for _, sh := range scorers {
 		sc, err := sh.scorer.Score(ctx, &sdk.ScoreRequest{Sample: smp, Prediction: text})
 		if err != nil {
@@ -442,14 +448,17 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 			}
 			sc = &sdk.ScoreResponse{Invalid: true, Details: map[string]any{"error": err.Error()}}
 		}
-		if err := r.opts.Store.PutScore(context.WithoutCancel(ctx), runID, rw.journalName, smp.ID, sh.ref, sc); err != nil {
-			rw.cancel(fmt.Errorf("journal: %w", err))
-			return wait
-		}
-		rw.mu.Lock()
-		rw.scores[sh.ref] = append(rw.scores[sh.ref], indexedScore{seq, sc})
-		rw.mu.Unlock()
+		named = append(named, store.NamedScore{Scorer: sh.ref, Score: sc})
 	}
+	if err := r.opts.Store.PutResult(context.WithoutCancel(ctx), runID, rw.journalName, smp, meta, named); err != nil {
+		rw.cancel(fmt.Errorf("journal: %w", err))
+		return wait
+	}
+	rw.mu.Lock()
+	for _, n := range named {
+		rw.scores[n.Scorer] = append(rw.scores[n.Scorer], indexedScore{seq, n.Score})
+	}
+	rw.mu.Unlock()
 	return wait
 }
 
@@ -486,29 +495,15 @@ func (r *Runner) sampleFailed(ctx context.Context, runID, evalName string, rw *r
 	}
 }
 
-func (r *Runner) journalAttempts(ctx context.Context, key string, resp *sdk.GenerateResponse, err error) {
-	var attempts []sdk.Attempt
-	if resp != nil {
-		attempts = resp.Attempts
-	} else {
-		var ae *sdk.AttemptsError
-		if errors.As(err, &ae) {
-			attempts = ae.Attempts
-		}
+// journalAttempts records every try of a failed request (a successful
+// response's attempts are journaled with it).
+func (r *Runner) journalAttempts(ctx context.Context, key string, err error) {
+	var ae *sdk.AttemptsError
+	if !errors.As(err, &ae) {
+		return
 	}
-	for i, a := range attempts {
-		status := "ok"
-		switch {
-		case a.Error != "" && a.Status != 0:
-			status = fmt.Sprintf("http %d", a.Status)
-		case a.Error != "":
-			status = "error"
-		}
-		latency := time.Duration(a.LatencyMS * float64(time.Millisecond))
-		if jerr := r.opts.Store.PutAttempt(context.WithoutCancel(ctx), key, i+1, status, latency, a.Error); jerr != nil {
-			r.log.Error("journal: attempt", "error", jerr)
-			return
-		}
+	if jerr := r.opts.Store.PutAttempts(context.WithoutCancel(ctx), key, ae.Attempts); jerr != nil {
+		r.log.Error("journal: attempts", "error", jerr)
 	}
 }
 

@@ -64,9 +64,8 @@ func (s *Store) LookupResponse(ctx context.Context, key string) (*CachedResponse
 	return &c, true, nil
 }
 
-// PutResponse journals a successful response under key and returns once it
-// is committed. resp.Attempts is not journaled here: the runner records
-// every attempt, failed requests' too, with PutAttempt. The first response stored under a key
+// PutResponse journals a successful response under key, with every attempt
+// it took, and returns once it is committed. The first response stored under a key
 // wins: a second one (two evals sending the same request at once) is dropped,
 // so every reader of the cache sees the same answer.
 func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, req *sdk.GenerateRequest, resp *sdk.GenerateResponse, latency time.Duration) error {
@@ -93,7 +92,10 @@ func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, r
 		_, err := s.exec(ctx, tx, insertResponse,
 			key, string(identity), string(request), resp.Text, resp.FinishReason,
 			resp.Usage.PromptTokens, resp.Usage.CompletionTokens, ms(latency), now)
-		return err
+		if err != nil {
+			return err
+		}
+		return s.execAttempts(ctx, tx, key, resp.Attempts, now)
 	})
 	if err != nil {
 		return fmt.Errorf("put response %s: %w", key, err)
@@ -215,6 +217,42 @@ func (s *Store) PutAttempt(ctx context.Context, key string, attempt int, status 
 		return fmt.Errorf("put attempt %d of %s: %w", attempt, key, err)
 	}
 	return nil
+}
+
+// PutAttempts journals every try at a request that failed, in one write.
+func (s *Store) PutAttempts(ctx context.Context, key string, attempts []sdk.Attempt) error {
+	if len(attempts) == 0 {
+		return nil
+	}
+	now := formatTime(time.Now())
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.execAttempts(ctx, tx, key, attempts, now)
+	})
+	if err != nil {
+		return fmt.Errorf("put attempts of %s: %w", key, err)
+	}
+	return nil
+}
+
+func (s *Store) execAttempts(ctx context.Context, tx *sql.Tx, key string, attempts []sdk.Attempt, now string) error {
+	for i, a := range attempts {
+		if _, err := s.exec(ctx, tx, insertAttempt, key, i+1, attemptStatus(a), a.LatencyMS, a.Error, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attemptStatus words an attempt's outcome for the journal: "ok", "http 429",
+// or "error" when no response arrived.
+func attemptStatus(a sdk.Attempt) string {
+	switch {
+	case a.Error != "" && a.Status != 0:
+		return fmt.Sprintf("http %d", a.Status)
+	case a.Error != "":
+		return "error"
+	}
+	return "ok"
 }
 
 // Attempts lists every journaled try at the request with key, oldest first.

@@ -55,38 +55,71 @@ type SampleRecord struct {
 // PutSample journals a sample of an eval. The eval must have been put first.
 // Putting the same sample twice replaces it.
 func (s *Store) PutSample(ctx context.Context, runID, evalName string, smp *sdk.Sample, meta SampleMeta) error {
+	return s.PutResult(ctx, runID, evalName, smp, meta, nil)
+}
+
+// NamedScore is one scorer's score of a sample.
+type NamedScore struct {
+	Scorer string
+	Score  *sdk.ScoreResponse
+}
+
+// PutResult journals a sample and its scores in one transaction: one write
+// per finished sample keeps the journal off the critical path at thousands
+// of samples per second. The eval must have been put first.
+func (s *Store) PutResult(ctx context.Context, runID, evalName string, smp *sdk.Sample, meta SampleMeta, scores []NamedScore) error {
+	sample, err := sampleArgs(runID, evalName, smp, meta)
+	if err != nil {
+		return err
+	}
+	rows := make([][]any, len(scores))
+	for i, sc := range scores {
+		if rows[i], err = scoreArgs(runID, evalName, smp.ID, sc.Scorer, sc.Score); err != nil {
+			return err
+		}
+	}
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := s.exec(ctx, tx, insertSample, sample...); err != nil {
+			return err
+		}
+		for _, args := range rows {
+			if _, err := s.exec(ctx, tx, insertScore, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put sample %s/%s/%s: %w", runID, evalName, smp.ID, err)
+	}
+	return nil
+}
+
+func sampleArgs(runID, evalName string, smp *sdk.Sample, meta SampleMeta) ([]any, error) {
 	if smp == nil {
-		return fmt.Errorf("put sample %s/%s: nil sample", runID, evalName)
+		return nil, fmt.Errorf("put sample %s/%s: nil sample", runID, evalName)
 	}
 	if math.IsNaN(smp.Depth) {
-		return fmt.Errorf("put sample %s/%s/%s: depth is NaN; use a negative depth when it does not apply", runID, evalName, smp.ID)
+		return nil, fmt.Errorf("put sample %s/%s/%s: depth is NaN; use a negative depth when it does not apply", runID, evalName, smp.ID)
 	}
 	targets, err := json.Marshal(nonNil(smp.Targets))
 	if err != nil {
-		return fmt.Errorf("put sample %s/%s/%s: targets: %w", runID, evalName, smp.ID, err)
+		return nil, fmt.Errorf("put sample %s/%s/%s: targets: %w", runID, evalName, smp.ID, err)
 	}
 	metadata, err := json.Marshal(smp.Metadata)
 	if err != nil {
-		return fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
+		return nil, fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
 	}
 	if smp.Metadata == nil {
 		metadata = []byte("{}")
 	}
 	chunks, err := json.Marshal(nonNil(meta.Chunks))
 	if err != nil {
-		return fmt.Errorf("put sample %s/%s/%s: chunks: %w", runID, evalName, smp.ID, err)
+		return nil, fmt.Errorf("put sample %s/%s/%s: chunks: %w", runID, evalName, smp.ID, err)
 	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, insertSample,
-			runID, evalName, smp.ID, meta.Index, smp.Question, string(targets),
-			smp.Length.Tokens, smp.Length.Tokenizer, smp.Depth, smp.Language, smp.Subtask, string(metadata),
-			meta.Retriever, meta.Truncated, meta.SentTokens, string(chunks), meta.RequestKey)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("put sample %s/%s/%s: %w", runID, evalName, smp.ID, err)
-	}
-	return nil
+	return []any{runID, evalName, smp.ID, meta.Index, smp.Question, string(targets),
+		smp.Length.Tokens, smp.Length.Tokenizer, smp.Depth, smp.Language, smp.Subtask, string(metadata),
+		meta.Retriever, meta.Truncated, meta.SentTokens, string(chunks), meta.RequestKey}, nil
 }
 
 // Samples lists the journaled samples of one eval of a run, in stream order.
@@ -137,15 +170,30 @@ type SampleScore struct {
 // PutScore journals a sample's score. The eval must have been put first; the
 // sample need not have been. Putting the same score twice replaces it.
 func (s *Store) PutScore(ctx context.Context, runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) error {
+	args, err := scoreArgs(runID, evalName, sampleID, scorer, sc)
+	if err != nil {
+		return err
+	}
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := s.exec(ctx, tx, insertScore, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put score %s/%s/%s/%s: %w", runID, evalName, sampleID, scorer, err)
+	}
+	return nil
+}
+
+func scoreArgs(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) ([]any, error) {
 	if sc == nil {
-		return fmt.Errorf("put score %s/%s/%s/%s: nil score", runID, evalName, sampleID, scorer)
+		return nil, fmt.Errorf("put score %s/%s/%s/%s: nil score", runID, evalName, sampleID, scorer)
 	}
 	value := sc.Value
 	if math.IsNaN(value) {
 		// SQLite stores NaN as NULL; say what is wrong instead of failing on
 		// a constraint. An invalid score's value is not used, so keep 0.
 		if !sc.Invalid {
-			return fmt.Errorf("put score %s/%s/%s/%s: value is NaN; a scorer marks an unusable prediction Invalid", runID, evalName, sampleID, scorer)
+			return nil, fmt.Errorf("put score %s/%s/%s/%s: value is NaN; a scorer marks an unusable prediction Invalid", runID, evalName, sampleID, scorer)
 		}
 		value = 0
 	}
@@ -153,23 +201,14 @@ func (s *Store) PutScore(ctx context.Context, runID, evalName, sampleID, scorer 
 	if sc.Details != nil {
 		var err error
 		if details, err = json.Marshal(sc.Details); err != nil {
-			return fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
+			return nil, fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
 		}
 	}
 	stats, err := json.Marshal(nonNil(sc.Stats))
 	if err != nil {
-		return fmt.Errorf("put score %s/%s/%s/%s: stats: %w", runID, evalName, sampleID, scorer, err)
+		return nil, fmt.Errorf("put score %s/%s/%s/%s: stats: %w", runID, evalName, sampleID, scorer, err)
 	}
-	now := formatTime(time.Now())
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, insertScore,
-			runID, evalName, sampleID, scorer, value, sc.Invalid, string(details), string(stats), now)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("put score %s/%s/%s/%s: %w", runID, evalName, sampleID, scorer, err)
-	}
-	return nil
+	return []any{runID, evalName, sampleID, scorer, value, sc.Invalid, string(details), string(stats), formatTime(time.Now())}, nil
 }
 
 // Scores returns every score one scorer gave in one eval of a run, in the

@@ -339,21 +339,22 @@ func TestResponseRoundTrip(t *testing.T) {
 	if time.Since(got.CreatedAt) > time.Minute {
 		t.Errorf("created_at %v", got.CreatedAt)
 	}
-	// The runner journals attempts itself; PutResponse must not double them.
-	if attempts, err := s.Attempts(ctx, key); err != nil || len(attempts) != 0 {
-		t.Errorf("PutResponse journaled attempts %+v (err %v)", attempts, err)
-	}
-	for i, a := range resp.Attempts {
-		if err := s.PutAttempt(ctx, key, i+1, strconv.Itoa(a.Status), time.Duration(a.LatencyMS*float64(time.Millisecond)), a.Error); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The response's attempts are journaled with it, in the same commit.
 	attempts, err := s.Attempts(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(attempts) != 2 || attempts[0].Status != "503" || attempts[0].Error != "overloaded" || attempts[1].Attempt != 2 || attempts[1].Latency != 250*time.Millisecond {
+	if len(attempts) != 2 || attempts[0].Status != "http 503" || attempts[0].Error != "overloaded" ||
+		attempts[1].Attempt != 2 || attempts[1].Status != "ok" || attempts[1].Latency != 250*time.Millisecond {
 		t.Errorf("attempts = %+v", attempts)
+	}
+	// A failed request's attempts go in one write.
+	failed := "f" + key[1:]
+	if err := s.PutAttempts(ctx, failed, []sdk.Attempt{{Error: "connection reset"}, {Status: 429, Error: "slow down"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Attempts(ctx, failed); err != nil || len(got) != 2 || got[0].Status != "error" || got[1].Status != "http 429" {
+		t.Errorf("failed attempts = %+v, %v", got, err)
 	}
 
 	// The first answer under a key stays.

@@ -7,6 +7,8 @@ import (
 	"github.com/hayloft/hayloft/plugins/models/baseline"
 	"github.com/hayloft/hayloft/plugins/models/bridge"
 	"github.com/hayloft/hayloft/plugins/models/openai"
+	"github.com/hayloft/hayloft/plugins/retrievers/bm25"
+	"github.com/hayloft/hayloft/plugins/retrievers/cosine"
 	"github.com/hayloft/hayloft/plugins/retrievers/none"
 	"github.com/hayloft/hayloft/plugins/scorers/bleu"
 	"github.com/hayloft/hayloft/plugins/scorers/contains"
@@ -51,5 +53,7 @@ func Set(version string) *sdk.Set {
 	s.RegisterScorer(wasm.Name, wasm.New)
 
 	s.RegisterRetriever(none.Name, none.New)
+	s.RegisterRetriever(cosine.Name, cosine.New)
+	s.RegisterRetriever(bm25.Name, bm25.New)
 	return s
 }

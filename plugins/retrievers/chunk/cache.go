@@ -39,7 +39,7 @@ func NewDocCache[V any](size int) *DocCache[V] {
 // A failed build is not cached: the next caller tries again. If ctx ends
 // while waiting for another caller's build, Get returns ctx.Err().
 func (c *DocCache[V]) Get(ctx context.Context, text string, build func() (V, error)) (V, error) {
-	key := sha256.Sum256([]byte(text))
+	key := docKey(text)
 	c.mu.Lock()
 	if el, ok := c.entries[key]; ok {
 		c.lru.MoveToFront(el)
@@ -77,6 +77,22 @@ func (c *DocCache[V]) Get(ctx context.Context, text string, build func() (V, err
 	}
 	close(e.done)
 	return e.val, e.err
+}
+
+// docKey is the SHA-256 of text. It hashes through a small buffer rather
+// than converting the whole document to a []byte, which would allocate
+// megabytes per request for a document that is usually cached already.
+func docKey(text string) [32]byte {
+	h := sha256.New()
+	buf := make([]byte, 32<<10)
+	for len(text) > 0 {
+		n := copy(buf, text)
+		h.Write(buf[:n])
+		text = text[n:]
+	}
+	var key [32]byte
+	h.Sum(key[:0])
+	return key
 }
 
 // Len is the number of documents cached or being built.

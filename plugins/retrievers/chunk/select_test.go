@@ -2,9 +2,11 @@ package chunk
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,4 +147,13 @@ func TestDocCache(t *testing.T) {
 		t.Errorf("waiting caller: err = %v, want deadline exceeded", err)
 	}
 	close(release)
+}
+
+func TestDocKey(t *testing.T) {
+	for _, n := range []int{0, 1, 32 << 10, 32<<10 + 1, 100_000} {
+		text := strings.Repeat("x", n)
+		if docKey(text) != sha256.Sum256([]byte(text)) {
+			t.Errorf("docKey of %d bytes is not its SHA-256", n)
+		}
+	}
 }

@@ -358,6 +358,11 @@ func TestOverGRPC(t *testing.T) {
 	if !strings.Contains(got.Context, "Dolores Park") {
 		t.Error("needle lost")
 	}
+	// Details cross as JSON: numbers arrive as float64.
+	kept, _ := got.Details["kept"].([]any)
+	if len(kept) != 2 || kept[0] != float64(want.Chunks[0].ID) || got.Details["embedder"] != "hashing:dim=1024,words=2,chars=3" {
+		t.Errorf("details over gRPC = %v", got.Details)
+	}
 	_, err = sdktest.Configure(t, set, sdk.KindRetriever, Name, map[string]any{"order": "best"})
 	var ce *sdk.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "order" {

@@ -25,6 +25,8 @@ func TestTokenizers(t *testing.T) {
 		// only after a digit; entities unescaped; lines joined.
 		{"13a", "Hello, world! It's 3.14 and 1,000.", "Hello , world ! It's 3.14 and 1,000 ."},
 		{"13a", "a.,b", "a . , b"},
+		{"13a", "5.,x", "5 . , x"},
+		{"13a", "1.5,000.", "1.5,000 ."},
 		{"13a", "2-3 well-known", "2 - 3 well-known"},
 		{"13a", "&quot;x&quot; &amp; y &lt;z&gt;", `" x " & y < z >`},
 		{"13a", "line-\nbreak\nnext <skipped>", "linebreak next"},

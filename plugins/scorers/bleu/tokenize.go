@@ -1,6 +1,7 @@
 package bleu
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -54,6 +55,11 @@ func pyIsSpace(r rune) bool {
 // pyFields is Python's str.split() with no argument. ASCII bytes are
 // classified without decoding, which is most text.
 func pyFields(s string) []string {
+	// strings.Fields splits on the same characters except U+001C..U+001F,
+	// so it serves whenever those are absent.
+	if !strings.ContainsFunc(s, func(r rune) bool { return 0x1c <= r && r <= 0x1f }) {
+		return strings.Fields(s)
+	}
 	n := 0
 	in := false
 	for i := 0; i < len(s); {
@@ -190,54 +196,90 @@ func tokenize13a(line string) string {
 // rewritten as byte scans; each pass consumes its match before looking for
 // the next, exactly as re.sub does, which is what decides cases like "a.,b".
 // Working on bytes is safe: every character the rules name is ASCII, and
-// UTF-8 continuation bytes are never ASCII.
+// UTF-8 continuation bytes are never ASCII. Passes 2-4 jump between the
+// bytes that can start a match ('.', ',' or '-') and copy the rest in bulk.
 func regexpRules(line string) string {
-	// Rule 1: space out ASCII punctuation except ' , - . (and space itself).
-	b := make([]byte, 0, len(line)+len(line)/2)
+	// Rule 1: space out ASCII punctuation except ' , - . (a space, which
+	// the class also holds, is left single: only the field split sees it).
+	b := make([]byte, 0, len(line)+len(line)/2+16)
 	for i := 0; i < len(line); i++ {
 		c := line[i]
-		if isRule1(c) {
+		if c != ' ' && rule1[c] {
 			b = append(b, ' ', c, ' ')
 		} else {
 			b = append(b, c)
 		}
 	}
-	// Rule 2: ([^0-9])([.,]) -> "\1 \2 ".
-	b2 := make([]byte, 0, len(b)+len(b)/4)
-	for i := 0; i < len(b); {
-		if i+1 < len(b) && !isDigit(b[i]) && (b[i+1] == '.' || b[i+1] == ',') {
-			b2 = append(b2, b[i], ' ', b[i+1], ' ')
-			i += 2
+	// Rule 2: ([^0-9])([.,]) -> "\1 \2 ". Matches are found at their
+	// second character; i is the first byte not yet copied, and from the
+	// first position a match's second character may take (its first must
+	// not have been consumed by the previous match).
+	b2 := make([]byte, 0, len(b)+len(b)/4+16)
+	i, from := 0, 1
+	for {
+		j := indexDotComma(b, from)
+		if j < 0 {
+			break
+		}
+		if isDigit(b[j-1]) {
+			from = j + 1 // b[j] may still open a match with b[j+1]
 			continue
 		}
-		b2 = append(b2, b[i])
-		i++
+		b2 = append(b2, b[i:j]...)
+		b2 = append(b2, ' ', b[j], ' ')
+		i, from = j+1, j+2
 	}
+	b2 = append(b2, b[i:]...)
 	// Rule 3: ([.,])([^0-9]) -> " \1 \2".
-	b3 := b[:0]
-	b3 = slicesGrow(b3, len(b2)+len(b2)/4)
-	for i := 0; i < len(b2); {
-		if i+1 < len(b2) && (b2[i] == '.' || b2[i] == ',') && !isDigit(b2[i+1]) {
-			b3 = append(b3, ' ', b2[i], ' ', b2[i+1])
-			i += 2
+	b3 := slicesGrow(b[:0], len(b2)+len(b2)/4+16)
+	i = 0
+	for {
+		j := indexDotComma(b2, i)
+		if j < 0 || j+1 >= len(b2) {
+			break
+		}
+		if isDigit(b2[j+1]) {
+			b3 = append(b3, b2[i:j+1]...)
+			i = j + 1
 			continue
 		}
-		b3 = append(b3, b2[i])
-		i++
+		b3 = append(b3, b2[i:j]...)
+		b3 = append(b3, ' ', b2[j], ' ', b2[j+1])
+		i = j + 2
 	}
+	b3 = append(b3, b2[i:]...)
 	// Rule 4: ([0-9])(-) -> "\1 \2 ".
-	b4 := b2[:0]
-	b4 = slicesGrow(b4, len(b3)+len(b3)/4)
-	for i := 0; i < len(b3); {
-		if i+1 < len(b3) && isDigit(b3[i]) && b3[i+1] == '-' {
-			b4 = append(b4, b3[i], ' ', '-', ' ')
-			i += 2
-			continue
+	b4 := slicesGrow(b2[:0], len(b3)+len(b3)/4+16)
+	i = 0
+	for {
+		k := bytes.IndexByte(b3[i:], '-')
+		if k < 0 {
+			break
 		}
-		b4 = append(b4, b3[i])
-		i++
+		j := i + k
+		if j > i && isDigit(b3[j-1]) {
+			b4 = append(b4, b3[i:j]...)
+			b4 = append(b4, ' ', '-', ' ')
+		} else {
+			b4 = append(b4, b3[i:j+1]...)
+		}
+		i = j + 1
 	}
+	b4 = append(b4, b3[i:]...)
 	return string(b4)
+}
+
+// indexDotComma returns the index of the first '.' or ',' in b at or after
+// from, or -1.
+func indexDotComma(b []byte, from int) int {
+	if from >= len(b) {
+		return -1
+	}
+	k := bytes.IndexAny(b[from:], ".,")
+	if k < 0 {
+		return -1
+	}
+	return from + k
 }
 
 func slicesGrow(b []byte, n int) []byte {

@@ -1,0 +1,56 @@
+package sdk
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestOptionsDecode(t *testing.T) {
+	type Inner struct {
+		TopK int `json:"top_k"`
+	}
+	type opts struct {
+		Inner
+		Name  string `json:"name"`
+		Retry struct {
+			Max int `json:"max"`
+		} `json:"retry"`
+	}
+	cases := []struct {
+		in, field string
+	}{
+		{`{"name":"x","top_k":3}`, ""},
+		{``, ""},
+		{`{"nmae":"x"}`, "nmae"},
+		{`{"top_k":"five"}`, "top_k"},
+		{`{"retry":{"max":"x"}}`, "retry.max"},
+		{`{"name":1}`, "name"},
+	}
+	for _, c := range cases {
+		var o opts
+		err := Options(c.in).Decode(&o)
+		if c.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.in, err)
+			}
+			continue
+		}
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field {
+			t.Errorf("%s: err = %v, want a ConfigError on %q", c.in, err, c.field)
+		}
+	}
+}
+
+func TestRenderSlotsOnlyInTemplate(t *testing.T) {
+	s := &Sample{Context: "a {{question}} b", Question: "Q"}
+	got := s.Render()
+	if len(got) != 1 || got[0].Content != "a {{question}} b\n\nQ" {
+		t.Fatalf("Render = %+v", got)
+	}
+	s.Messages = []Message{{Role: "system", Content: "S"}, {Role: "user", Content: ContextSlot}, {Role: "user", Content: QuestionSlot + "?"}}
+	got = s.Render()
+	if got[1].Content != s.Context || got[2].Content != "Q?" || got[0].Content != "S" {
+		t.Fatalf("Render = %+v", got)
+	}
+}
