@@ -62,10 +62,15 @@ type Component struct {
 
 // ModelSettings are the kernel-level attributes of a model block.
 type ModelSettings struct {
+	// MaxConcurrency is the hard cap on requests in flight.
 	MaxConcurrency int
-	ContextWindow  int    // tokens; 0 = unknown
-	Truncation     string // middle, left, right or none
-	Params         sdk.GenerationParams
+	// InitialConcurrency is where the adaptive limit starts (0: at the
+	// cap). The limit halves when the server answers 429 or 503 and grows
+	// back while latency holds.
+	InitialConcurrency int
+	ContextWindow      int    // tokens; 0 = unknown
+	Truncation         string // middle, left, right or none
+	Params             sdk.GenerationParams
 }
 
 // Eval is one eval block: a task run against every model × retriever, scored

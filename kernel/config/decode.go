@@ -300,7 +300,7 @@ func (d *decoder) decodeComponent(kind sdk.Kind, b *hclsyntax.Block) {
 
 // modelAttrs are the kernel-level attributes of model blocks: the kernel
 // schedules, truncates and caches by them, so they are never the plugin's.
-var modelAttrs = []string{"max_concurrency", "context_window", "truncation",
+var modelAttrs = []string{"max_concurrency", "initial_concurrency", "context_window", "truncation",
 	"temperature", "top_p", "max_tokens", "stop", "seed"}
 
 // modelAttr decodes one of modelAttrs.
@@ -311,6 +311,10 @@ func (d *decoder) modelAttr(c *Component, attr *hclsyntax.Attribute) {
 	case "max_concurrency":
 		if n, ok := d.intAttr(what, attr, 1); ok {
 			m.MaxConcurrency = int(n)
+		}
+	case "initial_concurrency":
+		if n, ok := d.intAttr(what, attr, 1); ok {
+			m.InitialConcurrency = int(n)
 		}
 	case "context_window":
 		if n, ok := d.intAttr(what, attr, 0); ok {

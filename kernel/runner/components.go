@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/hayloft/hayloft/kernel/config"
+	"github.com/hayloft/hayloft/kernel/limiter"
 	"github.com/hayloft/hayloft/kernel/prompt"
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/sdk"
@@ -85,8 +86,11 @@ type modelHandle struct {
 	model    sdk.Model
 	settings config.ModelSettings
 	identity store.ModelIdentity
-	slots    chan struct{}
-	enc      *tokenizer.Encoding // nil when the window is unknown: nothing to fit
+	// jobs bounds the samples in progress for this model (retrieval,
+	// fitting, scoring included); limit bounds the requests at the server.
+	jobs  chan struct{}
+	limit *limiter.Limiter
+	enc   *tokenizer.Encoding // nil when the window is unknown: nothing to fit
 }
 
 // newModelHandle prepares a model block for use. With count set, prompts are
@@ -120,7 +124,12 @@ func newModelHandle(comp *config.Component, m sdk.Model, count bool) (*modelHand
 		info := inf.Info()
 		id.Plugin, id.PluginVersion = info.Plugin, info.Version
 	}
-	h := &modelHandle{model: m, settings: ms, identity: id, slots: make(chan struct{}, ms.MaxConcurrency)}
+	initial := ms.InitialConcurrency
+	if initial <= 0 || initial > ms.MaxConcurrency {
+		initial = ms.MaxConcurrency
+	}
+	h := &modelHandle{model: m, settings: ms, identity: id, jobs: make(chan struct{}, ms.MaxConcurrency),
+		limit: limiter.New(limiter.Options{Initial: initial, Min: 1, Max: ms.MaxConcurrency})}
 	if ms.ContextWindow > 0 || count {
 		enc, err := tokenizer.Get(tokenizerName(extra))
 		if err != nil {
@@ -141,16 +150,47 @@ func tokenizerName(opts map[string]any) string {
 	return "cl100k_base"
 }
 
-func (h *modelHandle) acquire(ctx context.Context) error {
+func (h *modelHandle) startJob(ctx context.Context) error {
 	select {
-	case h.slots <- struct{}{}:
+	case h.jobs <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (h *modelHandle) release() { <-h.slots }
+func (h *modelHandle) endJob() { <-h.jobs }
+
+// generate sends one request under the model's adaptive limit, which backs
+// off when the server says it is overloaded and grows back while latency
+// holds.
+func (h *modelHandle) generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	done, err := h.limit.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.model.Generate(ctx, req)
+	done(limiter.Outcome{Overloaded: overloaded(resp, err), Err: err})
+	return resp, err
+}
+
+// overloaded reports whether any attempt was refused for load (429, 503).
+func overloaded(resp *sdk.GenerateResponse, err error) bool {
+	var attempts []sdk.Attempt
+	var ae *sdk.AttemptsError
+	switch {
+	case resp != nil:
+		attempts = resp.Attempts
+	case errors.As(err, &ae):
+		attempts = ae.Attempts
+	}
+	for _, a := range attempts {
+		if a.Status == 429 || a.Status == 503 {
+			return true
+		}
+	}
+	return false
+}
 
 // params are the decoding parameters for smp: the model block's, with the
 // benchmark's generation budget when the block sets none.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,10 @@ type EvalResult struct {
 	Errors    int                `json:"errors"`
 	Truncated int                `json:"truncated"`
 	Metrics   map[string]*Metric `json:"metrics"`
+	// ByLength and ByDepth are the mean of each metric per context length
+	// and per evidence depth: the data of a length × depth heatmap.
+	ByLength []*Bucket `json:"by_length,omitempty"`
+	ByDepth  []*Bucket `json:"by_depth,omitempty"`
 	// Delta is each metric minus the same eval and model's full-context row
 	// (the RAG ablation's question: what did retrieval gain or cost?).
 	Delta map[string]float64 `json:"delta,omitempty"`
@@ -181,6 +186,7 @@ type row struct {
 
 	mu        sync.Mutex
 	scores    map[string][]indexedScore // by scorer ref
+	positions map[int]position          // by sample seq
 	successes int
 	failures  int
 	lastErr   error
@@ -191,6 +197,48 @@ type row struct {
 type indexedScore struct {
 	seq int
 	sc  *sdk.ScoreResponse
+}
+
+// position is where a sample sits in a grid, for the per-length and
+// per-depth breakdowns; -1 when it does not apply.
+type position struct {
+	length int
+	depth  float64
+}
+
+// samplePosition prefers the grid point a task asked for (NIAH records
+// length_asked and depth_asked; reached values vary a little per sample) and
+// falls back to the measured Length and Depth.
+func samplePosition(s *sdk.Sample) position {
+	p := position{length: s.Length.Tokens, depth: s.Depth}
+	if p.length == 0 {
+		p.length = -1
+	}
+	for _, k := range []string{"length_asked", "nominal_length"} {
+		if v, ok := number(s.Metadata[k]); ok {
+			p.length = int(v)
+			break
+		}
+	}
+	if v, ok := number(s.Metadata["depth_asked"]); ok {
+		p.depth = v / 100
+	}
+	if p.depth >= 0 {
+		p.depth = math.Round(p.depth*1000) / 1000
+	}
+	return p
+}
+
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
 }
 
 type scorerHandle struct {
@@ -231,10 +279,11 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, com
 		mh, err := comps.model(ctx, m)
 		for _, rt := range ev.Retrievers {
 			rw := &row{
-				res:      &EvalResult{Name: ev.Name, Task: ev.Task.Ref(), Model: m.Ref(), Retriever: retrieverRef(rt), Metrics: map[string]*Metric{}},
-				model:    mh,
-				retrName: retrieverRef(rt),
-				scores:   map[string][]indexedScore{},
+				res:       &EvalResult{Name: ev.Name, Task: ev.Task.Ref(), Model: m.Ref(), Retriever: retrieverRef(rt), Metrics: map[string]*Metric{}},
+				model:     mh,
+				retrName:  retrieverRef(rt),
+				scores:    map[string][]indexedScore{},
+				positions: map[int]position{},
 			}
 			if err != nil {
 				rw.res.Error = err.Error()
@@ -284,13 +333,13 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, com
 			live = true
 			// Acquire before spawning: the task stream is throttled to what
 			// the models can take, so memory stays bounded.
-			if err := rw.model.acquire(rw.ctx); err != nil {
+			if err := rw.model.startJob(rw.ctx); err != nil {
 				continue
 			}
 			wg.Add(1)
 			go func(rw *row, smp *sdk.Sample, seq int) {
 				defer wg.Done()
-				defer rw.model.release()
+				defer rw.model.endJob()
 				t0 := time.Now()
 				wait := r.process(rw.ctx, runID, ev.Name, rw, scorers, smp, seq)
 				kernelNS.Add(int64(time.Since(t0) - wait))
@@ -323,6 +372,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, com
 		}
 		rw.cancel(nil)
 		r.aggregate(ctx, rw, scorers)
+		rw.res.ByLength, rw.res.ByDepth = breakdown(rw)
 		out = append(out, rw.res)
 	}
 	addDeltas(out)
@@ -414,7 +464,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.mu.Unlock()
 	} else {
 		t0 := time.Now()
-		resp, err := rw.model.model.Generate(ctx, req)
+		resp, err := rw.model.generate(ctx, req)
 		wait = time.Since(t0)
 		if err != nil {
 			r.journalAttempts(ctx, key, err)
@@ -454,10 +504,12 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.cancel(fmt.Errorf("journal: %w", err))
 		return wait
 	}
+	pos := samplePosition(orig)
 	rw.mu.Lock()
 	for _, n := range named {
 		rw.scores[n.Scorer] = append(rw.scores[n.Scorer], indexedScore{seq, n.Score})
 	}
+	rw.positions[seq] = pos
 	rw.mu.Unlock()
 	return wait
 }

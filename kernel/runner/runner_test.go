@@ -283,3 +283,63 @@ eval "e" {
 		t.Fatalf("resume asked %d, only %d were missing", asked, 1000-done)
 	}
 }
+
+// gridTask puts samples on a 2 × 2 grid of lengths and asked depths.
+type gridTask struct{}
+
+func (gridTask) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*sdk.Sample, error] {
+	return func(yield func(*sdk.Sample, error) bool) {
+		for i := range 8 {
+			s := &sdk.Sample{ID: strconv.Itoa(i), Context: "c" + strconv.Itoa(i), Question: "q", Targets: []string{"a" + strconv.Itoa(i)},
+				Length: sdk.Length{Tokens: 990 + i}, Depth: 0.49,
+				Metadata: map[string]any{"length_asked": 1000 * (1 + i%2), "depth_asked": float64(50 * (i / 4))}}
+			if !yield(s, nil) {
+				return
+			}
+		}
+	}
+}
+
+func TestBreakdownByLengthAndDepth(t *testing.T) {
+	// Samples 0 and 5 are answered wrongly.
+	f := newFixture(t, 0, map[string]*echoModel{})
+	f.set.RegisterTask("grid", func(context.Context, sdk.Options) (sdk.Task, error) { return gridTask{}, nil })
+	wrong := &echoModel{}
+	f.set.RegisterModel("picky", func(context.Context, sdk.Options) (sdk.Model, error) { return pickyModel{wrong}, nil })
+	res, err := f.run(t, context.Background(), `
+task "grid" "g" {}
+model "picky" "p" {}
+eval "e" {
+  task = task.grid.g
+  models = [model.picky.p]
+  scorers = ["match"]
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := res.Evals[0]
+	got := map[string]float64{}
+	for _, b := range ev.ByLength {
+		got[fmt.Sprintf("len %d n %d", *b.Length, b.N)] = b.Metrics["match"]
+	}
+	for _, b := range ev.ByDepth {
+		got[fmt.Sprintf("depth %g n %d", *b.Depth, b.N)] = b.Metrics["match"]
+	}
+	want := map[string]float64{
+		"len 1000 n 4": 0.75, "len 2000 n 4": 0.75, // 0 is even, 5 is odd
+		"depth 0 n 4": 0.75, "depth 0.5 n 4": 0.75, // 0 is in the first half, 5 in the second
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("buckets = %v, want %v", got, want)
+	}
+}
+
+// pickyModel answers samples 0 and 5 wrongly.
+type pickyModel struct{ *echoModel }
+
+func (p pickyModel) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	if req.Sample.ID == "0" || req.Sample.ID == "5" {
+		return &sdk.GenerateResponse{Text: "wrong"}, nil
+	}
+	return p.echoModel.Generate(ctx, req)
+}

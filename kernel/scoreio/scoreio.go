@@ -9,7 +9,8 @@
 // references as a string or list become Sample.Targets; as an object they go
 // to Sample.Metadata["references"] for benchmark-specific scorers. The
 // optional sample object is decoded into the sdk.Sample first (strictly:
-// unknown fields are errors). Any other fields are carried through.
+// unknown fields are errors); references, when present, replace its targets.
+// Any other fields are carried through. Blank lines are skipped.
 //
 // Output, per line: the input object, fields in their order, plus "score":
 // the scorer's Details (the reference library's field names) with "value"

@@ -215,17 +215,23 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 	for i, t := range req.Sample.Targets {
 		refs[i] = s.tokens(tok, t)
 	}
+	c := s.counters.Get().(*counter)
+	st := c.stats(hyp, refs)
+	s.putCounter(c)
 	if s.opts.Mode == ModeNLTK {
-		st := nltkStats(refs, hyp, s.opts.MaxNgramOrder)
+		// NLTK's modified precision is sacrebleu's clipped count over the
+		// hypothesis count, with the denominator at least 1 per segment;
+		// its closest reference length breaks ties the same way.
+		n := s.opts.MaxNgramOrder
+		for i := 2 + n; i < 2+2*n; i++ {
+			st[i] = max(st[i], 1)
+		}
 		res, err := nltkFromStats(st, s.opts.Weights, s.method, s.epsilon, refs, hyp)
 		if err != nil {
 			return nil, fmt.Errorf("%s: sample %q: %w", Name, req.Sample.ID, err)
 		}
 		return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
 	}
-	c := s.counters.Get().(*counter)
-	st := c.stats(hyp, refs)
-	s.putCounter(c)
 	res := compute(st, s.sentence)
 	return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
 }

@@ -1,7 +1,9 @@
 package bleu
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -9,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/hayloft/hayloft/sdk"
 )
 
 // TestAgainstNLTK compares sentence_bleu and corpus_bleu with every
@@ -84,9 +88,22 @@ json.dump(out, sys.stdout)`)
 			t.Errorf("%s method%d: %v (%v), NLTK %v", what, m, got.Score, err, *want)
 		}
 	}
+	scorers := make([]*Scorer, 8)
+	for m := range scorers {
+		scorers[m] = newT(t, map[string]any{"mode": "nltk", "smooth_method": fmt.Sprintf("method%d", m)})
+	}
 	for i, s := range segs {
+		var targets []string
+		for _, r := range s.Refs {
+			targets = append(targets, strings.Join(r, " "))
+		}
 		for m := 0; m < 8; m++ {
 			check("sentence "+strings.Join(s.Hyp, " "), m, [][][]string{s.Refs}, [][]string{s.Hyp}, want.Sentence[i][m])
+			// The same through the scorer, from whitespace-joined text.
+			r, err := scorers[m].Score(context.Background(), &sdk.ScoreRequest{Sample: &sdk.Sample{Targets: targets}, Prediction: strings.Join(s.Hyp, " ")})
+			if w := want.Sentence[i][m]; w != nil && (err != nil || math.Abs(r.Value-*w) > 1e-12) {
+				t.Errorf("scorer method%d on %q: %v (%v), NLTK %v", m, s.Hyp, r, err, *w)
+			}
 		}
 	}
 	for k := 0; k < len(segs); k += 10 {

@@ -3,6 +3,7 @@ package rougel
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // This file is a Porter stemmer that gives the same stems as NLTK's
@@ -292,29 +293,27 @@ func step5b(w string) string {
 }
 
 // stemCache remembers stems: text repeats words, and stemming is the most
-// expensive step of tokenisation. It stops growing at stemCacheMax entries so
-// a stream of unique tokens cannot exhaust memory.
+// expensive step of tokenisation. Reads are lock-free (sync.Map suits this
+// read-mostly use across the kernel's goroutines); it stops growing at
+// stemCacheMax entries so a stream of unique tokens cannot exhaust memory.
 type stemCache struct {
-	mu sync.RWMutex
-	m  map[string]string
+	m    sync.Map // word -> stem
+	size atomic.Int64
 }
 
 const stemCacheMax = 1 << 17
 
-func newStemCache() *stemCache { return &stemCache{m: make(map[string]string)} }
+func newStemCache() *stemCache { return &stemCache{} }
 
 func (c *stemCache) stem(w string) string {
-	c.mu.RLock()
-	s, ok := c.m[w]
-	c.mu.RUnlock()
-	if ok {
-		return s
+	if s, ok := c.m.Load(w); ok {
+		return s.(string)
 	}
-	s = stem(w)
-	c.mu.Lock()
-	if len(c.m) < stemCacheMax {
-		c.m[strings.Clone(w)] = s
+	s := stem(w)
+	if c.size.Load() < stemCacheMax {
+		if _, loaded := c.m.LoadOrStore(strings.Clone(w), s); !loaded {
+			c.size.Add(1)
+		}
 	}
-	c.mu.Unlock()
 	return s
 }
