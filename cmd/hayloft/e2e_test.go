@@ -284,7 +284,7 @@ func interruptAndResume(t *testing.T, sig syscall.Signal) {
 	waitNoPlugins(t)
 }
 
-func TestKill9LosesNothing(t *testing.T) { interruptAndResume(t, syscall.SIGKILL) }
+func TestKill9LosesNothing(t *testing.T)  { interruptAndResume(t, syscall.SIGKILL) }
 func TestSIGINTStopsCleanly(t *testing.T) { interruptAndResume(t, syscall.SIGINT) }
 
 func TestBadInput(t *testing.T) {

@@ -261,6 +261,9 @@ func (e *cliEnv) cmdValidate(ctx context.Context, args []string) error {
 	// check is to configure every one; its errors point at the config line.
 	var errs []string
 	for _, c := range s.cfg.Components {
+		if c.Kind == sdk.KindScorer && c.Type == runner.JudgeScorer {
+			continue // the kernel's own; checked when the run starts
+		}
 		if err := validateComponent(ctx, s.host, c); err != nil {
 			errs = append(errs, err.Error())
 		}

@@ -134,7 +134,7 @@ func (r *Runner) Run(ctx context.Context, cfg *config.Config) (*Result, error) {
 		if !r.selected(ev.Name) {
 			continue
 		}
-		rows := r.runEval(ctx, runID, ev, comps, bar, &kernelNS, &jobs)
+		rows := r.runEval(ctx, runID, ev, modelBlocks(cfg), comps, bar, &kernelNS, &jobs)
 		res.Evals = append(res.Evals, rows...)
 		if ctx.Err() != nil {
 			break
@@ -246,7 +246,19 @@ type scorerHandle struct {
 	scorer sdk.Scorer
 }
 
-func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, comps *components, bar *progress, kernelNS, jobs *atomic.Int64) []*EvalResult {
+// modelBlocks indexes a config's model blocks by reference, for scorers
+// that name a model (the judge).
+func modelBlocks(cfg *config.Config) map[string]*config.Component {
+	m := map[string]*config.Component{}
+	for _, c := range cfg.Components {
+		if c.Kind == sdk.KindModel {
+			m[c.Ref()] = c
+		}
+	}
+	return m
+}
+
+func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, models map[string]*config.Component, comps *components, bar *progress, kernelNS, jobs *atomic.Int64) []*EvalResult {
 	var rows []*row
 	fail := func(msg string) []*EvalResult {
 		r.log.Error("eval failed", "eval", ev.Name, "error", msg)
@@ -265,13 +277,21 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, com
 	task := taskAny.(sdk.Task)
 	var scorers []scorerHandle
 	for _, sc := range ev.Scorers {
-		s, err := comps.open(ctx, sc)
-		if err != nil {
-			return fail(err.Error())
-		}
 		ref := sc.Ref()
 		if sc.Name == sc.Type {
 			ref = sc.Type
+		}
+		if sc.Type == JudgeScorer {
+			j, err := r.newJudge(ctx, sc, models, comps)
+			if err != nil {
+				return fail(err.Error())
+			}
+			scorers = append(scorers, scorerHandle{ref: ref, scorer: j})
+			continue
+		}
+		s, err := comps.open(ctx, sc)
+		if err != nil {
+			return fail(err.Error())
 		}
 		scorers = append(scorers, scorerHandle{ref: ref, scorer: s.(sdk.Scorer)})
 	}
