@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,27 +20,6 @@ import (
 	"github.com/hayloft/hayloft/plugins/models/openai/openaitest"
 	"github.com/hayloft/hayloft/sdk"
 )
-
-// hayloftEnv is hayloft with extra environment variables for the process.
-func hayloftEnv(t *testing.T, dir string, env []string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, hayloftBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("hayloft %v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
-}
 
 // faultyData writes n door samples; the samples at the indexes in long carry
 // a context of about longWords words, over the fake server's window. None of
@@ -283,7 +261,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
   api_key_env       = "HAYLOFT_TEST_KEY"`, 1)
 	cfg := writeConfig(t, dir, body)
 
-	r := hayloftEnv(t, dir, []string{"HAYLOFT_TEST_KEY=" + key}, "run", cfg, "--json", "--store", dbPath, "--log-level", "debug")
+	r := hayloftIO(t, dir, []string{"HAYLOFT_TEST_KEY=" + key}, "", "run", cfg, "--json", "--store", dbPath, "--log-level", "debug")
 	res := decodeResult(t, r)
 	waitNoPlugins(t)
 	if ev := res.Evals[0]; ev.Samples+ev.Errors != 40 || ev.Samples == 0 {

@@ -74,7 +74,7 @@ func (c *components) model(ctx context.Context, comp *config.Component) (*modelH
 	if h, ok := c.models[comp.Ref()]; ok {
 		return h, nil
 	}
-	h, err := newModelHandle(comp, v.(sdk.Model), false)
+	h, err := newModelHandle(ctx, comp, v.(sdk.Model), false)
 	if err != nil {
 		return nil, comp.Diag(err)
 	}
@@ -91,11 +91,12 @@ type modelHandle struct {
 	jobs  chan struct{}
 	limit *limiter.Limiter
 	enc   *tokenizer.Encoding // nil when the window is unknown: nothing to fit
+	own   *modelTokens        // set instead of enc for tokenizer = "model"
 }
 
 // newModelHandle prepares a model block for use. With count set, prompts are
 // measured even when the window is unknown (for `hayloft gen`).
-func newModelHandle(comp *config.Component, m sdk.Model, count bool) (*modelHandle, error) {
+func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model, count bool) (*modelHandle, error) {
 	ms := config.ModelSettings{MaxConcurrency: 8, Truncation: "middle"}
 	if comp.Model != nil {
 		ms = *comp.Model
@@ -130,24 +131,47 @@ func newModelHandle(comp *config.Component, m sdk.Model, count bool) (*modelHand
 	}
 	h := &modelHandle{model: m, settings: ms, identity: id, jobs: make(chan struct{}, ms.MaxConcurrency),
 		limit: limiter.New(limiter.Options{Initial: initial, Min: 1, Max: ms.MaxConcurrency})}
-	if ms.ContextWindow > 0 || count {
-		enc, err := tokenizer.Get(tokenizerName(extra))
-		if err != nil {
-			return nil, sdk.Configf("tokenizer", "%v", err)
-		}
-		h.enc = enc
+	if ms.ContextWindow == 0 && !count {
+		return h, nil
 	}
+	name := tokenizerName(extra)
+	if name == "model" {
+		if m == nil {
+			return nil, sdk.Configf("tokenizer", `"model" needs the model itself`)
+		}
+		mt, err := newModelTokens(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		h.own = mt
+		return h, nil
+	}
+	enc, err := tokenizer.Get(name)
+	if err != nil {
+		return nil, sdk.Configf("tokenizer", "%v", err)
+	}
+	h.enc = enc
 	return h, nil
 }
 
-// tokenizerName is the encoding that measures prompts against the window.
-// "model" (the server's own tokenizer) falls back to cl100k_base until the
-// kernel brokers Tokenize calls.
+// tokenizerName is the tokenizer that measures prompts against the window:
+// an encoding name, or "model" for the server's own.
 func tokenizerName(opts map[string]any) string {
-	if s, ok := opts["tokenizer"].(string); ok && s != "" && s != "model" {
+	if s, ok := opts["tokenizer"].(string); ok && s != "" {
 		return s
 	}
 	return "cl100k_base"
+}
+
+// tokenizer names what measured a prompt's length.
+func (h *modelHandle) tokenizer() string {
+	switch {
+	case h.own != nil:
+		return h.own.name
+	case h.enc != nil:
+		return h.enc.Name()
+	}
+	return ""
 }
 
 func (h *modelHandle) startJob(ctx context.Context) error {
@@ -212,16 +236,32 @@ type fitted struct {
 // fit renders smp and, when the model's window is known, truncates the
 // context so that no request over the window ever reaches the server.
 func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample) (fitted, error) {
-	if h.enc == nil {
+	var counter prompt.Counter = h.enc
+	var own *modelCounter
+	switch {
+	case h.own != nil:
+		own = h.own.counter(ctx)
+		counter = own
+	case h.enc == nil:
 		return fitted{messages: smp.Render()}, nil
 	}
-	f := prompt.NewFitter(h.enc, h.settings.ContextWindow, h.params(smp).MaxTokens)
+	ownErr := func() error {
+		if own != nil && own.err != nil {
+			return sdk.Retryable(own.err, 0)
+		}
+		return nil
+	}
+	f := prompt.NewFitter(counter, h.settings.ContextWindow, h.params(smp).MaxTokens)
 	if h.settings.ContextWindow == 0 {
 		msgs := smp.Render()
-		return fitted{messages: msgs, tokens: f.CountMessages(msgs)}, nil
+		n := f.CountMessages(msgs)
+		return fitted{messages: msgs, tokens: n}, ownErr()
 	}
 	f.Strategy = prompt.Strategy(h.settings.Truncation)
 	out, err := f.Fit(ctx, smp)
+	if err := ownErr(); err != nil {
+		return fitted{}, err
+	}
 	if err != nil {
 		var re *sdk.RequestError
 		if errors.As(err, &re) {

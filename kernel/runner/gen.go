@@ -54,7 +54,16 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 	}
 	var models []*modelHandle
 	for _, m := range ev.Models {
-		h, err := newModelHandle(m, nil, true)
+		// Only a model that counts its own tokens needs to be started.
+		var model sdk.Model
+		if tokenizerName(decodeOptions(m.Options)) == "model" {
+			v, err := comps.open(ctx, m)
+			if err != nil {
+				return err
+			}
+			model = v.(sdk.Model)
+		}
+		h, err := newModelHandle(ctx, m, model, true)
 		if err != nil {
 			return m.Diag(err)
 		}
@@ -100,7 +109,7 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 				}
 				out := Rendered{
 					ID: smp.ID, Eval: ev.Name, Model: ev.Models[j].Ref(), Retriever: retrieverRef(ev.Retrievers[i]),
-					Messages: f.messages, Length: f.tokens, Tokenizer: h.enc.Name(), Truncated: f.truncated,
+					Messages: f.messages, Length: f.tokens, Tokenizer: h.tokenizer(), Truncated: f.truncated,
 					Depth: smp.Depth, Targets: smp.Targets, Metadata: smp.Metadata, Chunks: chunks,
 				}
 				if err := enc.Encode(&out); err != nil {
@@ -110,4 +119,12 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 		}
 	}
 	return nil
+}
+
+func decodeOptions(o sdk.Options) map[string]any {
+	var m map[string]any
+	if len(o) > 0 {
+		json.Unmarshal(o, &m)
+	}
+	return m
 }

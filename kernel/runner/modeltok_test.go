@@ -1,0 +1,101 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hayloft/hayloft/plugins/models/openai"
+	"github.com/hayloft/hayloft/plugins/models/openai/openaitest"
+	"github.com/hayloft/hayloft/plugins/tasks/jsonl"
+)
+
+// With tokenizer = "model" the window is measured by the server's own
+// /tokenize, and no request over it reaches the server.
+func TestModelTokenizerFitsTheServersWindow(t *testing.T) {
+	for _, style := range []openaitest.TokenizeStyle{openaitest.TokenizeVLLM, openaitest.TokenizeLlamaCpp} {
+		t.Run(string(style), func(t *testing.T) {
+			srv, err := openaitest.Start(openaitest.Options{Tokenize: style, MaxContext: 150})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			f := newFixture(t, 0, nil)
+			f.set.RegisterModel("openai", openai.New)
+			f.set.RegisterTask("jsonl", jsonl.New)
+			var data strings.Builder
+			for i := range 6 {
+				long := strings.Repeat(fmt.Sprintf("filler words number %d go here. ", i), 20*(i+1))
+				fmt.Fprintf(&data, `{"id":"%d","context":%q,"question":"What number?","answers":["%d"]}`+"\n", i, long, i)
+			}
+			path := writeTemp(t, "d.jsonl", data.String())
+			res, err := f.run(t, context.Background(), fmt.Sprintf(`
+task "jsonl" "t" { path = %q }
+model "openai" "m" {
+  base_url       = %q
+  model          = "fake-model"
+  tokenizer      = "model"
+  context_window = 150
+  max_tokens     = 10
+}
+eval "e" {
+  task    = task.jsonl.t
+  models  = [model.openai.m]
+  scorers = ["match"]
+}`, path, srv.BaseURL()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := res.Evals[0]
+			if ev.Error != "" || ev.Errors != 0 || ev.Samples != 6 || ev.Truncated != 6 {
+				t.Fatalf("row = %+v", ev)
+			}
+			if n := srv.Statuses()[400]; n != 0 {
+				t.Fatalf("server answered 400 (context length) %d times", n)
+			}
+			if srv.Requests("/tokenize") == 0 {
+				t.Fatal("the server's tokenizer was never asked")
+			}
+		})
+	}
+}
+
+func TestModelTokenizerMissingIsAConfigError(t *testing.T) {
+	srv, err := openaitest.Start(openaitest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	f := newFixture(t, 3, nil)
+	f.set.RegisterModel("openai", openai.New)
+	res, err := f.run(t, context.Background(), fmt.Sprintf(`
+task "counting" "t" {}
+model "openai" "m" {
+  base_url       = %q
+  tokenizer      = "model"
+  context_window = 1000
+}
+eval "e" {
+  task   = task.counting.t
+  models = [model.openai.m]
+}`, srv.BaseURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := res.Evals[0].Error
+	if !strings.Contains(e, "test.hcl:5") || !strings.Contains(e, `option "tokenizer"`) || !strings.Contains(e, "cl100k_base") {
+		t.Fatalf("error = %q", e)
+	}
+}
+
+func writeTemp(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
