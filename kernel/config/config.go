@@ -68,6 +68,9 @@ type ModelSettings struct {
 	// cap). The limit halves when the server answers 429 or 503 and grows
 	// back while latency holds.
 	InitialConcurrency int
+	// LoadProbe reads the server's queue so the limit stops growing while
+	// requests wait there: "vllm" (/metrics) or "llamacpp" (/slots).
+	LoadProbe string
 	ContextWindow      int    // tokens; 0 = unknown
 	Truncation         string // middle, left, right or none
 	Params             sdk.GenerationParams

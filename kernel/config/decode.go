@@ -300,8 +300,11 @@ func (d *decoder) decodeComponent(kind sdk.Kind, b *hclsyntax.Block) {
 
 // modelAttrs are the kernel-level attributes of model blocks: the kernel
 // schedules, truncates and caches by them, so they are never the plugin's.
-var modelAttrs = []string{"max_concurrency", "initial_concurrency", "context_window", "truncation",
+var modelAttrs = []string{"max_concurrency", "initial_concurrency", "load_probe", "context_window", "truncation",
 	"temperature", "top_p", "max_tokens", "stop", "seed"}
+
+// loadProbes are the servers whose queue the kernel can read.
+var loadProbes = []string{"vllm", "llamacpp"}
 
 // modelAttr decodes one of modelAttrs.
 func (d *decoder) modelAttr(c *Component, attr *hclsyntax.Attribute) {
@@ -315,6 +318,15 @@ func (d *decoder) modelAttr(c *Component, attr *hclsyntax.Attribute) {
 	case "initial_concurrency":
 		if n, ok := d.intAttr(what, attr, 1); ok {
 			m.InitialConcurrency = int(n)
+		}
+	case "load_probe":
+		if s, ok := d.stringAttr(what, attr); ok {
+			if !slices.Contains(loadProbes, s) {
+				d.errorf(attr.Expr.Range(), "%s: load_probe %q is not one of %s%s", what, s,
+					strings.Join(loadProbes, ", "), didYouMean(s, loadProbes))
+				break
+			}
+			m.LoadProbe = s
 		}
 	case "context_window":
 		if n, ok := d.intAttr(what, attr, 0); ok {

@@ -87,7 +87,7 @@ func New(opts Options) *Limiter {
 }
 
 // SetLoadProbe installs a function reporting how many requests the server
-// has queued (e.g. openai.VLLMWaiting). While it reports a queue the limit
+// has queued (e.g. VLLMWaiting). While it reports a queue the limit
 // does not grow: more requests would only wait there. It runs in the
 // background at most once per ProbeInterval; an error counts as no queue.
 func (l *Limiter) SetLoadProbe(probe func(ctx context.Context) (waiting int, err error)) {

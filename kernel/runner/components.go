@@ -131,6 +131,17 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model, co
 	}
 	h := &modelHandle{model: m, settings: ms, identity: id, jobs: make(chan struct{}, ms.MaxConcurrency),
 		limit: limiter.New(limiter.Options{Initial: initial, Min: 1, Max: ms.MaxConcurrency})}
+	if ms.LoadProbe != "" {
+		base, _ := extra["base_url"].(string)
+		if base == "" {
+			return nil, sdk.Configf("load_probe", "needs the model's base_url")
+		}
+		probe, err := limiter.Probe(ms.LoadProbe, base)
+		if err != nil {
+			return nil, sdk.Configf("load_probe", "%v", err)
+		}
+		h.limit.SetLoadProbe(probe)
+	}
 	if ms.ContextWindow == 0 && !count {
 		return h, nil
 	}

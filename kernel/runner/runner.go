@@ -334,53 +334,17 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 	if r.opts.Limit > 0 {
 		limit = r.opts.Limit
 	}
-	var wg sync.WaitGroup
-	seq := 0
-	var taskErr error
-	for smp, err := range task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
-		if err != nil {
-			taskErr = err
-			break
-		}
+	for _, phase := range phases(rows) {
 		if ctx.Err() != nil {
 			break
 		}
-		live := false
-		for _, rw := range rows {
-			if rw.res.Error != "" || rw.ctx.Err() != nil {
-				continue
-			}
-			live = true
-			// Acquire before spawning: the task stream is throttled to what
-			// the models can take, so memory stays bounded.
-			if err := rw.model.startJob(rw.ctx); err != nil {
-				continue
-			}
-			wg.Add(1)
-			go func(rw *row, smp *sdk.Sample, seq int) {
-				defer wg.Done()
-				defer rw.model.endJob()
-				t0 := time.Now()
-				wait := r.process(rw.ctx, runID, ev.Name, rw, scorers, smp, seq)
-				kernelNS.Add(int64(time.Since(t0) - wait))
-				jobs.Add(1)
-				bar.add()
-			}(rw, smp, seq)
-		}
-		seq++
-		if !live {
-			break
-		}
-		if limit > 0 && seq >= limit {
-			break
-		}
-	}
-	wg.Wait()
-	if taskErr != nil && ctx.Err() == nil {
-		msg := fmt.Sprintf("%s: %v", ev.Task.Ref(), taskErr)
-		for _, rw := range rows {
-			if rw.res.Error == "" {
-				rw.res.Error = msg
+		taskErr := r.stream(ctx, runID, ev.Name, task, limit, phase, scorers, bar, kernelNS, jobs)
+		if taskErr != nil && ctx.Err() == nil {
+			msg := fmt.Sprintf("%s: %v", ev.Task.Ref(), taskErr)
+			for _, rw := range phase {
+				if rw.res.Error == "" {
+					rw.res.Error = msg
+				}
 			}
 		}
 	}
@@ -419,6 +383,90 @@ func addDeltas(rows []*EvalResult) {
 			}
 		}
 	}
+}
+
+// phases splits an eval's rows into groups that run one after another. Rows
+// whose models share a server but name different models go to different
+// phases: a server that holds one model at a time (Ollama, llama-swap)
+// would otherwise reload models between every pair of requests. Within a
+// phase, every row runs at once over one pass of the task.
+func phases(rows []*row) [][]*row {
+	var out [][]*row
+	for _, rw := range rows {
+		placed := false
+		for i, ph := range out {
+			if !swaps(ph, rw) {
+				out[i] = append(ph, rw)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			out = append(out, []*row{rw})
+		}
+	}
+	return out
+}
+
+// swaps reports whether rw's model would make a server of the phase switch
+// models.
+func swaps(phase []*row, rw *row) bool {
+	if rw.model == nil || rw.model.identity.Endpoint == "" {
+		return false
+	}
+	for _, other := range phase {
+		if other.model == nil {
+			continue
+		}
+		a, b := other.model.identity, rw.model.identity
+		if a.Endpoint == b.Endpoint && a.Model != b.Model {
+			return true
+		}
+	}
+	return false
+}
+
+// stream makes one pass over the task, sending every sample to every live
+// row of the phase, and waits for all of them.
+func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Task, limit int, rows []*row, scorers []scorerHandle, bar *progress, kernelNS, jobs *atomic.Int64) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	seq := 0
+	for smp, err := range task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		live := false
+		for _, rw := range rows {
+			if rw.res.Error != "" || rw.ctx.Err() != nil {
+				continue
+			}
+			live = true
+			// Acquire before spawning: the task stream is throttled to what
+			// the models can take, so memory stays bounded.
+			if err := rw.model.startJob(rw.ctx); err != nil {
+				continue
+			}
+			wg.Add(1)
+			go func(rw *row, smp *sdk.Sample, seq int) {
+				defer wg.Done()
+				defer rw.model.endJob()
+				t0 := time.Now()
+				wait := r.process(rw.ctx, runID, evalName, rw, scorers, smp, seq)
+				kernelNS.Add(int64(time.Since(t0) - wait))
+				jobs.Add(1)
+				bar.add()
+			}(rw, smp, seq)
+		}
+		seq++
+		if !live || limit > 0 && seq >= limit {
+			return nil
+		}
+	}
+	return nil
 }
 
 func retrieverRef(c *config.Component) string {

@@ -422,3 +422,28 @@ func TestParseRating(t *testing.T) {
 		}
 	}
 }
+
+func TestPhasesKeepModelSwapsApart(t *testing.T) {
+	mk := func(name, endpoint, model string) *row {
+		return &row{res: &EvalResult{Model: name}, model: &modelHandle{identity: store.ModelIdentity{Endpoint: endpoint, Model: model}}}
+	}
+	rows := []*row{
+		mk("ollama-llama", "http://127.0.0.1:11434/v1", "llama3"),
+		mk("ollama-qwen", "http://127.0.0.1:11434/v1", "qwen2"),
+		mk("vllm", "http://127.0.0.1:8000/v1", "llama3"),
+		mk("ollama-llama-hot", "http://127.0.0.1:11434/v1", "llama3"), // same model: no swap
+		mk("baseline", "", ""),
+	}
+	var got []string
+	for _, ph := range phases(rows) {
+		var names []string
+		for _, rw := range ph {
+			names = append(names, rw.res.Model)
+		}
+		got = append(got, strings.Join(names, "+"))
+	}
+	want := "ollama-llama+vllm+ollama-llama-hot+baseline | ollama-qwen"
+	if strings.Join(got, " | ") != want {
+		t.Fatalf("phases = %q, want %q", strings.Join(got, " | "), want)
+	}
+}

@@ -10,8 +10,8 @@
 //
 // Besides generation it offers prompt log-likelihood (legacy completions
 // with echo and logprobs), embeddings (Embedder), token counting through the
-// server's /tokenize (sdk.Tokenizer), and load probes for vLLM and
-// llama.cpp (VLLMWaiting, LlamaCppWaiting).
+// server's /tokenize (sdk.Tokenizer). Load probes for vLLM and llama.cpp are
+// the kernel's (kernel/limiter), which schedules requests.
 package openai
 
 import (

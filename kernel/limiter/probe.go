@@ -1,4 +1,4 @@
-package openai
+package limiter
 
 import (
 	"bufio"
@@ -12,10 +12,19 @@ import (
 )
 
 // Load probes tell an adaptive limiter whether the server is queueing: a
-// queue means more concurrency only adds latency. They suit
-// limiter.Limiter.SetLoadProbe, e.g.
-//
-//	lim.SetLoadProbe(func(ctx context.Context) (int, error) { return openai.VLLMWaiting(ctx, base) })
+// queue means more concurrency only adds latency. They suit SetLoadProbe.
+
+// Probe returns the load probe of a server kind ("vllm" or "llamacpp") at
+// base, the API root (…/v1) or the server root.
+func Probe(kind, base string) (func(ctx context.Context) (int, error), error) {
+	switch kind {
+	case "vllm":
+		return func(ctx context.Context) (int, error) { return VLLMWaiting(ctx, base) }, nil
+	case "llamacpp":
+		return func(ctx context.Context) (int, error) { return LlamaCppWaiting(ctx, base) }, nil
+	}
+	return nil, fmt.Errorf("load probe %q: want vllm or llamacpp", kind)
+}
 
 // VLLMWaiting reads vLLM's Prometheus /metrics and returns
 // vllm:num_requests_waiting summed over models. base may be the API root
