@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode"
 )
@@ -33,7 +34,11 @@ func (o Options) Decode(v any) error {
 	// encoding/json words this as `json: unknown field "name"`.
 	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
 		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
-		return &ConfigError{Field: field, Msg: "unknown option"}
+		msg := "unknown option"
+		if s := Suggest(field, optionNames(reflect.TypeOf(v))); s != "" {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		return &ConfigError{Field: field, Msg: msg}
 	}
 	return &ConfigError{Msg: err.Error()}
 }
@@ -55,4 +60,31 @@ func optionPath(p string) string {
 		parts = parts[1:]
 	}
 	return strings.Join(parts, ".")
+}
+
+// optionNames lists the JSON names of a struct's fields, embedded structs'
+// included, for "did you mean" suggestions.
+func optionNames(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			out = append(out, optionNames(f.Type)...)
+		case !f.IsExported():
+		case name != "":
+			out = append(out, name)
+		default:
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }

@@ -22,6 +22,7 @@ func TestOptionsDecode(t *testing.T) {
 		{`{"name":"x","top_k":3}`, ""},
 		{``, ""},
 		{`{"nmae":"x"}`, "nmae"},
+		{`{"topk":3}`, "topk"},
 		{`{"top_k":"five"}`, "top_k"},
 		{`{"retry":{"max":"x"}}`, "retry.max"},
 		{`{"name":1}`, "name"},
@@ -52,5 +53,16 @@ func TestRenderSlotsOnlyInTemplate(t *testing.T) {
 	got = s.Render()
 	if got[1].Content != s.Context || got[2].Content != "Q?" || got[0].Content != "S" {
 		t.Fatalf("Render = %+v", got)
+	}
+}
+
+func TestUnknownOptionSuggestsTheNearest(t *testing.T) {
+	var o struct {
+		Haystack string `json:"haystack"`
+		Lengths  []int  `json:"lengths"`
+	}
+	err := Options(`{"lenghts":[1]}`).Decode(&o)
+	if err == nil || err.Error() != `lenghts: unknown option; did you mean "lengths"?` {
+		t.Fatalf("err = %v", err)
 	}
 }

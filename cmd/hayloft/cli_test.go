@@ -93,6 +93,10 @@ func (c check) verify(t *testing.T, r result) {
 // so an unknown flag exits 1 rather than 2 like every other usage error.
 const badFlagExit = "cmd/hayloft.parseInterspersed: an unknown flag exits 1, not 2 as other usage errors do"
 
+// negativeLimit: cmdRun and cmdGen accept --limit -1 and treat it as no
+// limit instead of rejecting it.
+const negativeLimit = "cmd/hayloft.cmdRun/cmdGen: --limit -1 is accepted silently and means no limit"
+
 func wantTokens(ids []int) func(t *testing.T, out string) {
 	return func(t *testing.T, out string) {
 		t.Helper()
@@ -462,6 +466,8 @@ eval "doors" {
 		{"run: no config", []string{"run"}, check{code: 2, stderr: []string{"usage"}}},
 		{"run: missing config", []string{"run", filepath.Join(dir, "absent.hcl"), "--store", store}, check{code: 2, stderr: []string{"absent.hcl"}}},
 		{"run: unknown flag", []string{"run", cfg, "--jsno"}, check{code: 2, stderr: []string{"jsno"}, bug: badFlagExit}},
+		{"run: negative limit", []string{"run", cfg, "--store", filepath.Join(dir, "limit.db"), "--limit", "-1"}, check{code: 2, stderr: []string{"--limit"}, bug: negativeLimit}},
+		{"gen: negative limit", []string{"gen", cfg, "--limit", "-1"}, check{code: 2, stderr: []string{"--limit"}, bug: negativeLimit}},
 		{"gen: eval typo", []string{"gen", cfg, "--eval", "dors"}, check{code: 2, stderr: []string{`did you mean "doors"`}}},
 	}
 	for _, tt := range tests {

@@ -70,10 +70,10 @@ type ModelSettings struct {
 	InitialConcurrency int
 	// LoadProbe reads the server's queue so the limit stops growing while
 	// requests wait there: "vllm" (/metrics) or "llamacpp" (/slots).
-	LoadProbe string
-	ContextWindow      int    // tokens; 0 = unknown
-	Truncation         string // middle, left, right or none
-	Params             sdk.GenerationParams
+	LoadProbe     string
+	ContextWindow int    // tokens; 0 = unknown
+	Truncation    string // middle, left, right or none
+	Params        sdk.GenerationParams
 }
 
 // Eval is one eval block: a task run against every model × retriever, scored

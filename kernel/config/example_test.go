@@ -52,6 +52,6 @@ func ExampleComponent_Diag() {
 	fmt.Println(m.Diag(err))
 	fmt.Println(m.Diag(sdk.ErrUnsupported))
 	// Output:
-	// hayloft.hcl:2:3: model "openai" "local": option "temprature": unknown option
+	// hayloft.hcl:2:3: model "openai" "local": option "temprature": unknown option; did you mean "temperature"?
 	// hayloft.hcl:1:1: model "openai" "local": unsupported
 }

@@ -278,8 +278,11 @@ func TestSlowOnEveryCall(t *testing.T) {
 			t.Errorf("parallel call: %v, want %s", err, CodeTimeout)
 		}
 	}
-	if got := h.s.discarded.Load(); got != 10 {
-		t.Errorf("%d instances discarded, want 10", got)
+	// Every sequential timeout discards its instance; a parallel call may
+	// time out while still waiting for an instance on a loaded machine, and
+	// then has none to discard.
+	if got := h.s.discarded.Load(); got < 5 || got > 10 {
+		t.Errorf("%d instances discarded, want 4 sequential plus 1 to 6 parallel", got)
 	}
 
 	quick := open(t, "sleeper", map[string]any{"timeout": timeout.String(), "options": map[string]any{"spins": 1000}})

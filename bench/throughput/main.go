@@ -1,0 +1,386 @@
+// Command throughput measures how fast hayloft's full kernel path drives an
+// OpenAI-compatible server, next to the ceiling a plain load generator (wrk)
+// reaches on the same loopback server in the same run, and how many requests
+// the kernel keeps in flight against a server that takes 50 ms per answer.
+//
+//	go run ./bench/throughput [-hayloft PATH] [-n 5000] [-wrk PATH]
+//
+// See README.md beside this file for what each row means.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hayloft/hayloft/plugins/models/openai/openaitest"
+)
+
+const chatPath = "/v1/chat/completions"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "throughput:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// settings are the command's flags.
+type settings struct {
+	hayloft     string        // hayloft binary; empty: build ./cmd/hayloft
+	wrk         string        // wrk binary; empty: look it up on PATH
+	n           int           // samples of the zero-latency kernel run
+	conc        int           // max_concurrency there, and wrk's connections
+	wrkDuration time.Duration // how long wrk runs
+	slowN       int           // samples of the in-flight run
+	slowConc    int           // max_concurrency of the in-flight run
+	latency     time.Duration // server latency of the in-flight run
+	timeout     time.Duration // limit on each hayloft subprocess
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var s settings
+	fs := flag.NewFlagSet("throughput", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&s.hayloft, "hayloft", "", "hayloft binary (default: go build ./cmd/hayloft into a temp dir)")
+	fs.StringVar(&s.wrk, "wrk", "", "wrk binary (default: wrk on PATH; the ceiling row is skipped without it)")
+	fs.IntVar(&s.n, "n", 5000, "samples in the zero-latency kernel run")
+	fs.IntVar(&s.conc, "c", 64, "max_concurrency of the zero-latency run and wrk's connections")
+	fs.DurationVar(&s.wrkDuration, "d", 5*time.Second, "duration of the wrk run")
+	fs.IntVar(&s.slowN, "slow-n", 5000, "samples in the in-flight run")
+	fs.IntVar(&s.slowConc, "slow-c", 256, "max_concurrency of the in-flight run")
+	fs.DurationVar(&s.latency, "latency", 50*time.Millisecond, "server latency of the in-flight run")
+	fs.DurationVar(&s.timeout, "timeout", 10*time.Minute, "limit on each hayloft run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if s.n <= 0 || s.slowN <= 0 || s.conc <= 0 || s.slowConc <= 0 {
+		return errors.New("-n, -slow-n, -c and -slow-c must be positive")
+	}
+
+	dir, err := os.MkdirTemp("", "hayloft-throughput-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if s.hayloft == "" {
+		fmt.Fprintln(stderr, "building hayloft ...")
+		if s.hayloft, err = buildHayloft(ctx, dir); err != nil {
+			return err
+		}
+	}
+	if s.wrk == "" {
+		if p, err := exec.LookPath("wrk"); err == nil {
+			s.wrk = p
+		} else {
+			fmt.Fprintln(stderr, "wrk is not on PATH (Debian: apt-get install wrk): skipping the ceiling row")
+		}
+	}
+
+	rows, err := measure(ctx, s, dir, stderr)
+	if len(rows) > 0 {
+		load, _ := os.ReadFile("/proc/loadavg")
+		fmt.Fprintf(stdout, "cpus %d, load average %s\n", runtime.NumCPU(), strings.TrimSpace(string(load)))
+		printTable(stdout, rows)
+	}
+	return err
+}
+
+// row is one measurement of the table.
+type row struct {
+	name        string
+	conc        int // concurrency allowed: wrk connections or max_concurrency
+	requests    int // chat requests the server answered
+	wall        time.Duration
+	samples     int     // 0 for wrk
+	overheadUS  float64 // hayloft's own CPU per sample; 0 for wrk
+	maxInFlight int     // the server's peak of requests held at once
+	note        string
+}
+
+func (r row) rps() float64 {
+	if r.wall <= 0 {
+		return 0
+	}
+	return float64(r.requests) / r.wall.Seconds()
+}
+
+// measure takes the three measurements in order; the rows finished before
+// an error are returned with it.
+func measure(ctx context.Context, s settings, dir string, log io.Writer) ([]row, error) {
+	var rows []row
+
+	// Zero latency: wrk's ceiling and the kernel on the same server, so
+	// both share the 2 cores with the same server code.
+	fast, err := openaitest.Start(openaitest.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer fast.Close()
+	var ceiling float64
+	if s.wrk == "" {
+		rows = append(rows, row{name: "wrk ceiling", conc: s.conc, note: "skipped: wrk not on PATH"})
+	} else {
+		fmt.Fprintf(log, "wrk: %d connections for %s ...\n", s.conc, s.wrkDuration)
+		r, err := ceilingRow(ctx, s, dir, fast)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+		ceiling = r.rps()
+	}
+
+	fast.ResetCounters()
+	fmt.Fprintf(log, "hayloft: %d samples, max_concurrency %d, zero latency ...\n", s.n, s.conc)
+	r, err := kernelRow(ctx, s.hayloft, filepath.Join(dir, "fast"), fast, s.n, s.conc, s.timeout)
+	if err != nil {
+		return rows, err
+	}
+	r.name = "hayloft, zero latency"
+	if ceiling > 0 {
+		r.note = appendNote(r.note, fmt.Sprintf("%.0f%% of wrk (target >= 50%%)", 100*r.rps()/ceiling))
+	}
+	rows = append(rows, r)
+	fast.Close()
+
+	slow, err := openaitest.Start(openaitest.Options{Latency: s.latency})
+	if err != nil {
+		return rows, err
+	}
+	defer slow.Close()
+	fmt.Fprintf(log, "hayloft: %d samples, max_concurrency %d, %s latency ...\n", s.slowN, s.slowConc, s.latency)
+	r, err = kernelRow(ctx, s.hayloft, filepath.Join(dir, "slow"), slow, s.slowN, s.slowConc, s.timeout)
+	if err != nil {
+		return rows, err
+	}
+	r.name = fmt.Sprintf("hayloft, %s latency", s.latency)
+	r.note = appendNote(r.note, fmt.Sprintf("ideal %d in flight, %.0f req/s", s.slowConc, float64(s.slowConc)/s.latency.Seconds()))
+	rows = append(rows, r)
+	return rows, nil
+}
+
+func appendNote(note, more string) string {
+	if note == "" {
+		return more
+	}
+	return note + "; " + more
+}
+
+// ceilingRow runs wrk against srv with the request the kernel sends for the
+// first sample of the data set.
+func ceilingRow(ctx context.Context, s settings, dir string, srv *openaitest.Server) (row, error) {
+	ctxt, question, _ := sample(0)
+	body, err := json.Marshal(map[string]any{
+		"model":      "fake-model",
+		"messages":   []map[string]string{{"role": "user", "content": ctxt + "\n\n" + question}},
+		"max_tokens": 16,
+	})
+	if err != nil {
+		return row{}, err
+	}
+	srv.ResetCounters()
+	res, err := runWrk(ctx, s.wrk, dir, srv.URL+chatPath, body, runtime.NumCPU(), s.conc, s.wrkDuration)
+	if err != nil {
+		return row{}, err
+	}
+	// A rejected body would make the ceiling the speed of error answers.
+	for status, n := range srv.Statuses() {
+		if status != 200 && n > 0 {
+			return row{}, fmt.Errorf("wrk: the server answered %d requests with status %d", n, status)
+		}
+	}
+	r := row{
+		name:        "wrk ceiling",
+		conc:        s.conc,
+		requests:    res.Requests,
+		wall:        time.Duration(float64(res.Requests) / res.RPS * float64(time.Second)),
+		maxInFlight: srv.MaxInFlight(),
+	}
+	if res.RPS == 0 {
+		r.wall = 0
+	}
+	if e := res.socketErrors(); e > 0 {
+		r.note = fmt.Sprintf("%d socket errors (connect %d, read %d, write %d, timeout %d)", e, res.Connect, res.Read, res.Write, res.Timeout)
+	}
+	return r, nil
+}
+
+// sample is the i-th sample of the generated data set: a short context with
+// one fact, the question about it and its answer.
+func sample(i int) (ctxt, question, answer string) {
+	answer = fmt.Sprint(1000 + i)
+	ctxt = fmt.Sprintf("The barn is red. The code for door %d is %s. The hay is dry.", i, answer)
+	question = fmt.Sprintf("What is the code for door %d?", i)
+	return ctxt, question, answer
+}
+
+// runResult is the part of `hayloft run --json` the benchmark reads.
+type runResult struct {
+	Evals []struct {
+		Name    string `json:"name"`
+		Samples int    `json:"samples"`
+		Cached  int    `json:"cached"`
+		Errors  int    `json:"errors"`
+		Error   string `json:"error"`
+	} `json:"evals"`
+	OverheadUSPerSample float64 `json:"overhead_us_per_sample"`
+}
+
+// kernelRow runs `hayloft run` on n generated samples against srv as a user
+// would: a config file, a jsonl data set and a fresh journal in dir, so no
+// answer comes from the cache.
+func kernelRow(ctx context.Context, hayloft, dir string, srv *openaitest.Server, n, conc int, timeout time.Duration) (row, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return row{}, err
+	}
+	cfgPath, err := writeEval(dir, srv.BaseURL(), n, conc)
+	if err != nil {
+		return row{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hayloft, "run", cfgPath, "--json", "--store", filepath.Join(dir, "journal.db"))
+	cmd.Dir = dir
+	// An interrupt lets hayloft stop its plugin processes; the kill after
+	// WaitDelay is for a hayloft that does not.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	srv.ResetCounters()
+	start := time.Now()
+	err = cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return row{}, fmt.Errorf("%s run %s: %w\n%s", hayloft, cfgPath, err, tail(stderr.Bytes(), 2000))
+	}
+	var res runResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		return row{}, fmt.Errorf("%s run --json: decode output: %w", hayloft, err)
+	}
+	if len(res.Evals) != 1 {
+		return row{}, fmt.Errorf("%s run: want 1 eval row, got %d", hayloft, len(res.Evals))
+	}
+	ev := res.Evals[0]
+	switch {
+	case ev.Error != "":
+		return row{}, fmt.Errorf("%s run: eval %q failed: %s", hayloft, ev.Name, ev.Error)
+	case ev.Samples != n:
+		return row{}, fmt.Errorf("%s run: %d samples done, want %d", hayloft, ev.Samples, n)
+	case ev.Cached != 0:
+		return row{}, fmt.Errorf("%s run: %d answers came from the cache of a fresh journal", hayloft, ev.Cached)
+	}
+	r := row{
+		conc:        conc,
+		requests:    srv.Requests(chatPath),
+		wall:        wall,
+		samples:     ev.Samples,
+		overheadUS:  res.OverheadUSPerSample,
+		maxInFlight: srv.MaxInFlight(),
+	}
+	if ev.Errors > 0 {
+		r.note = fmt.Sprintf("%d sample errors", ev.Errors)
+	}
+	return r, nil
+}
+
+// writeEval writes n samples as jsonl and a config that runs them through
+// the openai model at baseURL and the contains scorer; it returns the
+// config's path.
+func writeEval(dir, baseURL string, n, conc int) (string, error) {
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data)
+	for i := range n {
+		ctxt, q, a := sample(i)
+		rec := map[string]any{"id": fmt.Sprintf("s%d", i), "context": ctxt, "question": q, "answers": []string{a}}
+		if err := enc.Encode(rec); err != nil {
+			return "", err
+		}
+	}
+	dataPath := filepath.Join(dir, "data.jsonl")
+	if err := os.WriteFile(dataPath, data.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("write data set: %w", err)
+	}
+	cfg := fmt.Sprintf(`model "openai" "fake" {
+  base_url        = %q
+  model           = "fake-model"
+  max_concurrency = %d
+  max_tokens      = 16
+}
+
+task "jsonl" "doors" {
+  path = %q
+}
+
+eval "doors" {
+  task    = task.jsonl.doors
+  models  = [model.openai.fake]
+  scorers = ["contains"]
+}
+`, baseURL, conc, dataPath)
+	cfgPath := filepath.Join(dir, "throughput.hcl")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return "", fmt.Errorf("write config: %w", err)
+	}
+	return cfgPath, nil
+}
+
+// buildHayloft builds ./cmd/hayloft of the module in the working directory
+// into dir.
+func buildHayloft(ctx context.Context, dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "hayloft")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/hayloft/hayloft/cmd/hayloft")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build hayloft (run from inside the hayloft module, or pass -hayloft): %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func printTable(w io.Writer, rows []row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measurement\tconc\trequests\twall\treq/s\tsamples/s\tmax in flight\toverhead µs/sample\tnote")
+	for _, r := range rows {
+		if r.requests == 0 && r.wall == 0 {
+			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t%s\n", r.name, r.conc, r.note)
+			continue
+		}
+		samples, overhead := "-", "-"
+		if r.samples > 0 {
+			samples = fmt.Sprintf("%.0f", float64(r.samples)/r.wall.Seconds())
+			overhead = fmt.Sprintf("%.0f", r.overheadUS)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2fs\t%.0f\t%s\t%d\t%s\t%s\n",
+			r.name, r.conc, r.requests, r.wall.Seconds(), r.rps(), samples, r.maxInFlight, overhead, r.note)
+	}
+	tw.Flush()
+}
