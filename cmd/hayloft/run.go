@@ -233,6 +233,26 @@ func printSummary(w interface{ Write([]byte) (int, error) }, res *runner.Result)
 	}
 	tw.Flush()
 	for _, ev := range res.Evals {
+		for _, name := range scorers {
+			// Benchmarks that classify failures (Counting-Stars' bad cases)
+			// report the counts with the metric.
+			if m := ev.Metrics[name]; m != nil {
+				if bc, ok := m.Details["bad_cases"].(map[string]any); ok && len(bc) > 0 {
+					keys := make([]string, 0, len(bc))
+					for k := range bc {
+						keys = append(keys, k)
+					}
+					sort.Strings(keys)
+					var parts []string
+					for _, k := range keys {
+						parts = append(parts, fmt.Sprintf("%s=%v", k, bc[k]))
+					}
+					fmt.Fprintf(w, "%s / %s / %s: %s bad cases: %s\n", ev.Name, ev.Model, ev.Retriever, name, strings.Join(parts, " "))
+				}
+			}
+		}
+	}
+	for _, ev := range res.Evals {
 		if ev.Error != "" {
 			fmt.Fprintf(w, "FAILED %s / %s / %s: %s\n", ev.Name, ev.Model, ev.Retriever, ev.Error)
 		}

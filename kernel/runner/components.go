@@ -90,6 +90,7 @@ type modelHandle struct {
 	// fitting, scoring included); limit bounds the requests at the server.
 	jobs  chan struct{}
 	limit *limiter.Limiter
+	comp  *config.Component
 	enc   *tokenizer.Encoding // nil when the window is unknown: nothing to fit
 	own   *modelTokens        // set instead of enc for tokenizer = "model"
 }
@@ -129,7 +130,7 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model, co
 	if initial <= 0 || initial > ms.MaxConcurrency {
 		initial = ms.MaxConcurrency
 	}
-	h := &modelHandle{model: m, settings: ms, identity: id, jobs: make(chan struct{}, ms.MaxConcurrency),
+	h := &modelHandle{model: m, settings: ms, identity: id, comp: comp, jobs: make(chan struct{}, ms.MaxConcurrency),
 		limit: limiter.New(limiter.Options{Initial: initial, Min: 1, Max: ms.MaxConcurrency})}
 	if ms.LoadProbe != "" {
 		base, _ := extra["base_url"].(string)
@@ -272,6 +273,11 @@ func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample) (fitted, error) 
 	out, err := f.Fit(ctx, smp)
 	if err := ownErr(); err != nil {
 		return fitted{}, err
+	}
+	if errors.Is(err, prompt.ErrWindowTooSmall) {
+		// Not this sample's fault: no sample fits a window smaller than the
+		// instruction and question, so the row stops with the config line.
+		return fitted{}, h.comp.Diag(sdk.Configf("context_window", "%v", err))
 	}
 	if err != nil {
 		var re *sdk.RequestError

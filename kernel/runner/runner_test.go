@@ -447,3 +447,28 @@ func TestPhasesKeepModelSwapsApart(t *testing.T) {
 		t.Fatalf("phases = %q, want %q", strings.Join(got, " | "), want)
 	}
 }
+
+func TestWindowSmallerThanTheInstructionNamesTheConfigLine(t *testing.T) {
+	m := &echoModel{}
+	f := newFixture(t, 5, map[string]*echoModel{"good": m})
+	res, err := f.run(t, context.Background(), `
+task "counting" "t" {}
+model "good" "g" {
+  context_window = 8
+  max_tokens     = 4
+}
+eval "e" {
+  task   = task.counting.t
+  models = [model.good.g]
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := res.Evals[0].Error
+	if !strings.Contains(e, "test.hcl:4:") || !strings.Contains(e, "context_window") || !strings.Contains(e, "too small") {
+		t.Fatalf("row error = %q", e)
+	}
+	if m.calls.Load() != 0 {
+		t.Fatal("a request was sent although nothing fits the window")
+	}
+}
