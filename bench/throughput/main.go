@@ -109,13 +109,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // row is one measurement of the table.
 type row struct {
-	name        string
-	conc        int // concurrency allowed: wrk connections or max_concurrency
-	requests    int // chat requests the server answered
-	wall        time.Duration
-	samples     int     // 0 for wrk
-	overheadUS  float64 // hayloft's own CPU per sample; 0 for wrk
-	maxInFlight int     // the server's peak of requests held at once
+	name       string
+	conc       int // concurrency allowed: wrk connections or max_concurrency
+	requests   int // chat requests the server answered
+	wall       time.Duration
+	samples    int     // 0 for wrk
+	overheadUS float64 // hayloft's own CPU per sample; 0 for wrk
+	// clientCPU is the CPU time of the client's whole process tree: wrk, or
+	// hayloft with the plugin processes it started and waited for.
+	clientCPU   time.Duration
+	maxInFlight int // the server's peak of requests held at once
 	note        string
 }
 
@@ -204,6 +207,7 @@ func ceilingRow(ctx context.Context, s settings, dir string, srv *openaitest.Ser
 	if err != nil {
 		return row{}, err
 	}
+	settle(ctx, srv)
 	// A rejected body would make the ceiling the speed of error answers.
 	for status, n := range srv.Statuses() {
 		if status != 200 && n > 0 {
@@ -216,6 +220,7 @@ func ceilingRow(ctx context.Context, s settings, dir string, srv *openaitest.Ser
 		requests:    res.Requests,
 		wall:        time.Duration(float64(res.Requests) / res.RPS * float64(time.Second)),
 		maxInFlight: srv.MaxInFlight(),
+		clientCPU:   res.CPU,
 	}
 	if res.RPS == 0 {
 		r.wall = 0
@@ -224,6 +229,33 @@ func ceilingRow(ctx context.Context, s settings, dir string, srv *openaitest.Ser
 		r.note = fmt.Sprintf("%d socket errors (connect %d, read %d, write %d, timeout %d)", e, res.Connect, res.Read, res.Write, res.Timeout)
 	}
 	return r, nil
+}
+
+// settle waits until srv has stopped answering wrk. Requests wrk wrote
+// before it exited can still sit in socket buffers, and the server answers
+// them after wrk is gone; counted in the next measurement they would credit
+// hayloft with requests it never sent.
+func settle(ctx context.Context, srv *openaitest.Server) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	last, quiet := -1, 0
+	for quiet < 3 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline:
+			return
+		case <-tick.C:
+		}
+		n := srv.Requests(chatPath)
+		if n == last && srv.InFlight() == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = n
+	}
 }
 
 // sample is the i-th sample of the generated data set: a short context with
@@ -298,9 +330,17 @@ func kernelRow(ctx context.Context, hayloft, dir string, srv *openaitest.Server,
 		samples:     ev.Samples,
 		overheadUS:  res.OverheadUSPerSample,
 		maxInFlight: srv.MaxInFlight(),
+		// On Unix the rusage of a waited-for process includes the children
+		// it waited for: here the plugin processes.
+		clientCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
 	}
 	if ev.Errors > 0 {
 		r.note = fmt.Sprintf("%d sample errors", ev.Errors)
+	}
+	// A faultless server needs one request per sample; more means retries
+	// or requests from elsewhere, and the req/s figure is not the kernel's.
+	if r.requests != ev.Samples {
+		r.note = appendNote(r.note, fmt.Sprintf("%d requests for %d samples", r.requests, ev.Samples))
 	}
 	return r, nil
 }
@@ -368,10 +408,10 @@ func tail(b []byte, n int) []byte {
 
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measurement\tconc\trequests\twall\treq/s\tsamples/s\tmax in flight\toverhead µs/sample\tnote")
+	fmt.Fprintln(tw, "measurement\tconc\trequests\twall\treq/s\tsamples/s\tmax in flight\toverhead µs/sample\tclient cpu µs/req\tnote")
 	for _, r := range rows {
 		if r.requests == 0 && r.wall == 0 {
-			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t%s\n", r.name, r.conc, r.note)
+			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.name, r.conc, r.note)
 			continue
 		}
 		samples, overhead := "-", "-"
@@ -379,8 +419,12 @@ func printTable(w io.Writer, rows []row) {
 			samples = fmt.Sprintf("%.0f", float64(r.samples)/r.wall.Seconds())
 			overhead = fmt.Sprintf("%.0f", r.overheadUS)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2fs\t%.0f\t%s\t%d\t%s\t%s\n",
-			r.name, r.conc, r.requests, r.wall.Seconds(), r.rps(), samples, r.maxInFlight, overhead, r.note)
+		cpu := "-"
+		if r.clientCPU > 0 && r.requests > 0 {
+			cpu = fmt.Sprintf("%.0f", float64(r.clientCPU.Microseconds())/float64(r.requests))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2fs\t%.0f\t%s\t%d\t%s\t%s\t%s\n",
+			r.name, r.conc, r.requests, r.wall.Seconds(), r.rps(), samples, r.maxInFlight, overhead, cpu, r.note)
 	}
 	tw.Flush()
 }

@@ -21,6 +21,8 @@ type wrkResult struct {
 	Non2xx   int     // "Non-2xx or 3xx responses:"
 	// Socket errors by kind ("Socket errors: connect 0, read 0, write 0, timeout 0").
 	Connect, Read, Write, Timeout int
+	// CPU is wrk's own user+system time; runWrk sets it, not the report.
+	CPU time.Duration
 }
 
 func (r wrkResult) socketErrors() int { return r.Connect + r.Read + r.Write + r.Timeout }
@@ -96,5 +98,6 @@ func runWrk(ctx context.Context, wrk, dir, url string, body []byte, threads, con
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", wrk, err)
 	}
+	res.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return res, nil
 }

@@ -176,39 +176,32 @@ func TestTokensReferenceVectors(t *testing.T) {
 	}
 }
 
+// niahPrompts is the reference prompt of the NIAH vectors file.
+type niahPrompts struct {
+	Question string `json:"retrieval_question_current"`
+	Needle   string `json:"needle_current"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"openai_messages"`
+}
+
 func TestGen(t *testing.T) {
-	var ref []struct {
-		ID       string `json:"id"`
-		Expected struct {
-			Question string `json:"retrieval_question_current"`
-			Needle   string `json:"needle_current"`
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"openai_messages"`
-		} `json:"expected"`
-	}
 	b, err := os.ReadFile(filepath.Join(sharedDir(t), "testdata", "reference", "niah_vectors.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var ref []struct {
+		ID       string      `json:"id"`
+		Expected niahPrompts `json:"expected"`
+	}
 	if err := json.Unmarshal(b, &ref); err != nil {
 		t.Fatal(err)
 	}
-	var prompts *struct {
-		Question, Needle string
-		Messages         []struct{ Role, Content string }
-	}
+	var prompts *niahPrompts
 	for i := range ref {
 		if ref[i].ID == "niah_prompts_and_needles" {
-			e := ref[i].Expected
-			prompts = &struct {
-				Question, Needle string
-				Messages         []struct{ Role, Content string }
-			}{e.Question, e.Needle, nil}
-			for _, m := range e.Messages {
-				prompts.Messages = append(prompts.Messages, struct{ Role, Content string }{m.Role, m.Content})
-			}
+			prompts = &ref[i].Expected
 		}
 	}
 	if prompts == nil || len(prompts.Messages) != 3 {

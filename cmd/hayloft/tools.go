@@ -9,11 +9,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/hayloft/hayloft/kernel/pluginhost"
+	"github.com/hayloft/hayloft/kernel/runner"
 	"github.com/hayloft/hayloft/kernel/scoreio"
 	"github.com/hayloft/hayloft/plugins/builtin"
 	"github.com/hayloft/hayloft/sdk"
@@ -56,6 +60,16 @@ func (e *cliEnv) cmdPlugins(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The judge scorer is the kernel's own: it needs a model, which only the
+	// kernel brokers.
+	entries = append(entries, pluginhost.ComponentEntry{Plugin: "kernel", Version: version, Protocol: "-", Kind: sdk.KindScorer, Name: runner.JudgeScorer})
+	sort.SliceStable(entries, func(i, j int) bool {
+		ki, kj := slices.Index(sdk.Kinds, entries[i].Kind), slices.Index(sdk.Kinds, entries[j].Kind)
+		if ki != kj {
+			return ki < kj
+		}
+		return entries[i].Name < entries[j].Name
+	})
 	if *asJSON {
 		return json.NewEncoder(e.stdout).Encode(entries)
 	}

@@ -262,6 +262,36 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("run again", func(t *testing.T) {
+		r := runBin(t, dir, hayloft, "run", cfg, "--json", "--store", store)
+		var res struct {
+			Evals []struct{ Samples, Cached int }
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil || len(res.Evals) != 1 {
+			t.Fatalf("exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		if ev := res.Evals[0]; ev.Samples != 10 || ev.Cached != 10 {
+			t.Fatalf("second run: %d samples, %d cached; want all 10 from the journal", ev.Samples, ev.Cached)
+		}
+	})
+
+	t.Run("validate", func(t *testing.T) {
+		r := runBin(t, dir, hayloft, "validate", cfg)
+		if r.code != 0 || !strings.Contains(r.stdout, "ok") {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// The plugin's own option check reaches the config line.
+		bad := filepath.Join(dir, "count.hcl")
+		text := strings.Replace(fmt.Sprintf(acmeConfig, plugin, sum), "count = 10", "count = 0", 1)
+		if err := os.WriteFile(bad, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r = runBin(t, dir, hayloft, "validate", bad)
+		if r.code == 0 || !strings.Contains(r.stderr, "count.hcl:7:") || !strings.Contains(r.stderr, "count") {
+			t.Fatalf("exit %d; want an error at count.hcl:7 naming count:\n%s", r.code, r.stderr)
+		}
+	})
+
 	t.Run("plugins", func(t *testing.T) {
 		r := runBin(t, dir, hayloft, "plugins", cfg)
 		if r.code != 0 {
