@@ -98,13 +98,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	// Other work on the machine moves every figure; the load average before
+	// and after says how much there was.
+	before := loadavg()
 	rows, err := measure(ctx, s, dir, stderr)
 	if len(rows) > 0 {
-		load, _ := os.ReadFile("/proc/loadavg")
-		fmt.Fprintf(stdout, "cpus %d, load average %s\n", runtime.NumCPU(), strings.TrimSpace(string(load)))
+		fmt.Fprintf(stdout, "cpus %d, load average before %s, after %s\n", runtime.NumCPU(), before, loadavg())
 		printTable(stdout, rows)
 	}
 	return err
+}
+
+// loadavg is the 1, 5 and 15 minute load averages, or "n/a" off Linux.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "n/a"
 }
 
 // row is one measurement of the table.

@@ -51,6 +51,39 @@ func (c *commonFlags) overrides() map[string]any {
 	return m
 }
 
+// evalFlags are the flags of commands that run evals: the settings, and
+// which evals and how many samples.
+type evalFlags struct {
+	commonFlags
+	limit int
+	evals multiFlag
+}
+
+// openEvalSession parses an eval command's flags and its one CONFIG
+// argument, opens the session, and checks the --eval names.
+func (e *cliEnv) openEvalSession(fs *flag.FlagSet, ef *evalFlags, args []string, usage string) (*session, error) {
+	fs.SetOutput(e.stderr)
+	ef.register(fs)
+	fs.IntVar(&ef.limit, "limit", 0, "at most N samples per eval")
+	fs.Var(&ef.evals, "eval", "only this eval (repeatable)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != 1 {
+		return nil, &exitError{code: 2, err: errors.New(usage)}
+	}
+	s, err := e.openSession(pos[0], &ef.commonFlags)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEvals(s.cfg, ef.evals); err != nil {
+		s.host.Close()
+		return nil, &exitError{code: 2, err: err}
+	}
+	return s, nil
+}
+
 // session is what a config-reading command sets up: the config, a logger and
 // a plugin host that knows the config's external plugins.
 type session struct {
@@ -99,28 +132,13 @@ func newHost(pluginDir string, log hclog.Logger, inProcess bool) (*pluginhost.Ho
 
 func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	var cf commonFlags
-	cf.register(fs)
+	var ef evalFlags
 	asJSON := fs.Bool("json", false, "print the result as one JSON document on stdout")
-	limit := fs.Int("limit", 0, "at most N samples per eval")
-	var evals multiFlag
-	fs.Var(&evals, "eval", "run only this eval (repeatable)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return &exitError{code: 2, err: errors.New("usage: hayloft run CONFIG [--json]")}
-	}
-	s, err := e.openSession(pos[0], &cf)
+	s, err := e.openEvalSession(fs, &ef, args, "usage: hayloft run CONFIG [--json] [--limit N] [--eval NAME]")
 	if err != nil {
 		return err
 	}
 	defer s.host.Close()
-	if err := checkEvals(s.cfg, evals); err != nil {
-		return &exitError{code: 2, err: err}
-	}
 	if len(s.cfg.Evals) == 0 {
 		return &exitError{code: 2, err: fmt.Errorf("%s has no eval block: nothing to run", s.cfg.Path)}
 	}
@@ -137,7 +155,7 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = f
 	}
-	opts := runner.Options{Opener: s.host, Store: st, Logger: s.log, Version: version, Limit: *limit, Evals: evals}
+	opts := runner.Options{Opener: s.host, Store: st, Logger: s.log, Version: version, Limit: ef.limit, Evals: ef.evals}
 	if bar != nil {
 		opts.Progress = bar
 	}
@@ -317,30 +335,15 @@ func closeIfCloser(v any) {
 
 func (e *cliEnv) cmdGen(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	var cf commonFlags
-	cf.register(fs)
-	limit := fs.Int("limit", 0, "at most N samples per eval")
-	var evals multiFlag
-	fs.Var(&evals, "eval", "only this eval (repeatable)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return &exitError{code: 2, err: errors.New("usage: hayloft gen CONFIG [--eval NAME] [--limit N]")}
-	}
-	s, err := e.openSession(pos[0], &cf)
+	var ef evalFlags
+	s, err := e.openEvalSession(fs, &ef, args, "usage: hayloft gen CONFIG [--eval NAME] [--limit N]")
 	if err != nil {
 		return err
 	}
 	defer s.host.Close()
-	if err := checkEvals(s.cfg, evals); err != nil {
-		return &exitError{code: 2, err: err}
-	}
 	out := bufio.NewWriterSize(e.stdout, 1<<20)
 	defer out.Flush()
-	return runner.New(runner.Options{Opener: s.host, Logger: s.log, Limit: *limit, Evals: evals}).Gen(ctx, s.cfg, out)
+	return runner.New(runner.Options{Opener: s.host, Logger: s.log, Limit: ef.limit, Evals: ef.evals}).Gen(ctx, s.cfg, out)
 }
 
 // pluginPositions prefixes each line of a plugin error with the position of

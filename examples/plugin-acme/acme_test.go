@@ -170,12 +170,14 @@ type run struct {
 	code           int
 }
 
-func runBin(t *testing.T, dir, bin string, args ...string) run {
+// runBin runs bin in dir with extra environment variables env.
+func runBin(t *testing.T, dir string, env []string, bin string, args ...string) run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -230,7 +232,7 @@ func TestEndToEnd(t *testing.T) {
 	store := filepath.Join(dir, "journal.db")
 
 	t.Run("run", func(t *testing.T) {
-		r := runBin(t, dir, hayloft, "run", cfg, "--json", "--store", store)
+		r := runBin(t, dir, nil, hayloft, "run", cfg, "--json", "--store", store)
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
@@ -263,7 +265,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("run again", func(t *testing.T) {
-		r := runBin(t, dir, hayloft, "run", cfg, "--json", "--store", store)
+		r := runBin(t, dir, nil, hayloft, "run", cfg, "--json", "--store", store)
 		var res struct {
 			Evals []struct{ Samples, Cached int }
 		}
@@ -276,7 +278,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("validate", func(t *testing.T) {
-		r := runBin(t, dir, hayloft, "validate", cfg)
+		r := runBin(t, dir, nil, hayloft, "validate", cfg)
 		if r.code != 0 || !strings.Contains(r.stdout, "ok") {
 			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
@@ -286,14 +288,14 @@ func TestEndToEnd(t *testing.T) {
 		if err := os.WriteFile(bad, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r = runBin(t, dir, hayloft, "validate", bad)
+		r = runBin(t, dir, nil, hayloft, "validate", bad)
 		if r.code == 0 || !strings.Contains(r.stderr, "count.hcl:7:") || !strings.Contains(r.stderr, "count") {
 			t.Fatalf("exit %d; want an error at count.hcl:7 naming count:\n%s", r.code, r.stderr)
 		}
 	})
 
 	t.Run("plugins", func(t *testing.T) {
-		r := runBin(t, dir, hayloft, "plugins", cfg)
+		r := runBin(t, dir, nil, hayloft, "plugins", cfg)
 		if r.code != 0 {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
@@ -304,6 +306,51 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("plugin directory", func(t *testing.T) {
+		// A binary in HAYLOFT_PLUGIN_DIR needs no plugin block; it is named
+		// after its file.
+		pdir := t.TempDir()
+		b, err := os.ReadFile(plugin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pdir, "acme-plugin"), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{"HAYLOFT_PLUGIN_DIR=" + pdir}
+		r := runBin(t, dir, env, hayloft, "plugins")
+		if r.code != 0 || !regexp.MustCompile(`(?m)^task\s+arith\s+acme-plugin\s+1\.0\.0\s+hayloft\.plugin\.v1`).MatchString(r.stdout) {
+			t.Fatalf("exit %d; want task arith from acme-plugin:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		cfg := filepath.Join(dir, "dir.hcl")
+		text := `task "arith" "small" {
+  count = 3
+}
+model "baseline" "extractive" {}
+eval "arith" {
+  task    = task.arith.small
+  models  = [model.baseline.extractive]
+  scorers = ["numeric"]
+}
+`
+		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r = runBin(t, dir, env, hayloft, "run", cfg, "--json", "--store", filepath.Join(t.TempDir(), "j.db"))
+		var res struct {
+			Evals []struct {
+				Samples int
+				Metrics map[string]json.RawMessage
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil || len(res.Evals) != 1 {
+			t.Fatalf("exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		if ev := res.Evals[0]; ev.Samples != 3 || ev.Metrics["numeric"] == nil {
+			t.Fatalf("eval %+v: want 3 samples scored by numeric", ev)
+		}
+	})
+
 	t.Run("wrong sha256", func(t *testing.T) {
 		wrong := strings.Repeat("0", 64)
 		bad := filepath.Join(dir, "bad.hcl")
@@ -311,7 +358,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, cmd := range [][]string{{"run", bad, "--store", store}, {"plugins", bad}, {"validate", bad}} {
-			r := runBin(t, dir, hayloft, cmd...)
+			r := runBin(t, dir, nil, hayloft, cmd...)
 			if r.code == 0 {
 				t.Fatalf("%v: exit 0 with a wrong sha256\n%s", cmd, r.stdout)
 			}
@@ -338,7 +385,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := os.WriteFile(cfg2, []byte(fmt.Sprintf(acmeConfig, changed, sum)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := runBin(t, dir, hayloft, "run", cfg2, "--store", store)
+		r := runBin(t, dir, nil, hayloft, "run", cfg2, "--store", store)
 		if r.code == 0 || !strings.Contains(r.stderr, sha256File(t, changed)) || !strings.Contains(r.stderr, sum) {
 			t.Fatalf("exit %d; stderr should name both hashes:\n%s", r.code, r.stderr)
 		}

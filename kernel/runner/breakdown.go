@@ -1,6 +1,10 @@
 package runner
 
-import "sort"
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
 
 // Bucket is the mean of each metric over the samples at one length or depth.
 // Invalid scores are left out of the means, as in the eval-level metric.
@@ -23,18 +27,6 @@ type acc struct {
 func breakdown(rw *row) (byLength, byDepth []*Bucket) {
 	lengths := map[int]*acc{}
 	depths := map[float64]*acc{}
-	get := func(m map[int]*acc, k int) *acc {
-		if m[k] == nil {
-			m[k] = &acc{sums: map[string]float64{}, valid: map[string]int{}}
-		}
-		return m[k]
-	}
-	getD := func(m map[float64]*acc, k float64) *acc {
-		if m[k] == nil {
-			m[k] = &acc{sums: map[string]float64{}, valid: map[string]int{}}
-		}
-		return m[k]
-	}
 	seen := map[int]bool{}
 	for scorer, list := range rw.scores {
 		for _, is := range list {
@@ -44,10 +36,10 @@ func breakdown(rw *row) (byLength, byDepth []*Bucket) {
 			}
 			var as []*acc
 			if p.length > 0 {
-				as = append(as, get(lengths, p.length))
+				as = append(as, accFor(lengths, p.length))
 			}
 			if p.depth >= 0 {
-				as = append(as, getD(depths, p.depth))
+				as = append(as, accFor(depths, p.depth))
 			}
 			for _, a := range as {
 				if !seen[is.seq] {
@@ -61,30 +53,8 @@ func breakdown(rw *row) (byLength, byDepth []*Bucket) {
 			seen[is.seq] = true
 		}
 	}
-	if len(lengths) > 1 {
-		keys := make([]int, 0, len(lengths))
-		for k := range lengths {
-			keys = append(keys, k)
-		}
-		sort.Ints(keys)
-		for _, k := range keys {
-			b := bucket(lengths[k])
-			b.Length = &k
-			byLength = append(byLength, b)
-		}
-	}
-	if len(depths) > 1 {
-		keys := make([]float64, 0, len(depths))
-		for k := range depths {
-			keys = append(keys, k)
-		}
-		sort.Float64s(keys)
-		for _, k := range keys {
-			b := bucket(depths[k])
-			b.Depth = &k
-			byDepth = append(byDepth, b)
-		}
-	}
+	byLength = buckets(lengths, func(b *Bucket, k int) { b.Length = &k })
+	byDepth = buckets(depths, func(b *Bucket, k float64) { b.Depth = &k })
 	return byLength, byDepth
 }
 
@@ -94,4 +64,26 @@ func bucket(a *acc) *Bucket {
 		b.Metrics[name] = sum / float64(a.valid[name])
 	}
 	return b
+}
+
+func accFor[K comparable](m map[K]*acc, k K) *acc {
+	if m[k] == nil {
+		m[k] = &acc{sums: map[string]float64{}, valid: map[string]int{}}
+	}
+	return m[k]
+}
+
+// buckets lists the accumulators in key order; a single bucket would only
+// repeat the eval-level metric, so it gives none.
+func buckets[K cmp.Ordered](m map[K]*acc, key func(*Bucket, K)) []*Bucket {
+	if len(m) < 2 {
+		return nil
+	}
+	var out []*Bucket
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b := bucket(m[k])
+		key(b, k)
+		out = append(out, b)
+	}
+	return out
 }

@@ -40,15 +40,9 @@ const (
 const docCacheSize = 8
 
 type options struct {
-	ChunkTokens  int      `json:"chunk_tokens"`
-	ChunkOverlap int      `json:"chunk_overlap"`
-	ChunkBy      string   `json:"chunk_by"`
-	Tokenizer    string   `json:"tokenizer"`
-	TopK         int      `json:"top_k"`
-	Order        string   `json:"order"`
-	Separator    *string  `json:"separator"`
-	K1           *float64 `json:"k1"`
-	B            *float64 `json:"b"`
+	chunk.Settings
+	K1 *float64 `json:"k1"`
+	B  *float64 `json:"b"`
 }
 
 // Retriever is the BM25 retriever. Build it with New; it is safe for
@@ -74,15 +68,11 @@ func NewRetriever(_ context.Context, opts sdk.Options) (*Retriever, error) {
 	if err := opts.Decode(&o); err != nil {
 		return nil, err
 	}
-	split := chunk.Options{Size: o.ChunkTokens, Overlap: o.ChunkOverlap, By: o.ChunkBy, Tokenizer: o.Tokenizer}
-	if err := split.Check(); err != nil {
+	split, sel, err := o.Parse()
+	if err != nil {
 		return nil, err
 	}
-	sel := chunk.Selection{TopK: o.TopK, Order: o.Order, Separator: o.Separator}
-	if err := sel.Check(); err != nil {
-		return nil, err
-	}
-	r := &Retriever{split: split.WithDefaults(), sel: sel.WithDefaults(), k1: DefaultK1, b: DefaultB,
+	r := &Retriever{split: split, sel: sel, k1: DefaultK1, b: DefaultB,
 		docs: chunk.NewDocCache[*index](docCacheSize)}
 	if o.K1 != nil {
 		if *o.K1 < 0 || math.IsInf(*o.K1, 0) {

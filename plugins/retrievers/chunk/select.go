@@ -167,3 +167,29 @@ func Details(retriever string, split Options, sel Selection, chunks int, kept []
 	d["kept"], d["scores"] = ids, scores
 	return d
 }
+
+// Settings are the options every chunking retriever takes, as the config
+// names them. Embed it in a retriever's options struct.
+type Settings struct {
+	ChunkTokens  int     `json:"chunk_tokens"`
+	ChunkOverlap int     `json:"chunk_overlap"`
+	ChunkBy      string  `json:"chunk_by"`
+	Tokenizer    string  `json:"tokenizer"`
+	TopK         int     `json:"top_k"`
+	Order        string  `json:"order"`
+	Separator    *string `json:"separator"`
+}
+
+// Parse checks the settings and returns how to split and what to keep, with
+// defaults filled in. Errors are *sdk.ConfigError naming the option.
+func (s Settings) Parse() (Options, Selection, error) {
+	split := Options{Size: s.ChunkTokens, Overlap: s.ChunkOverlap, By: s.ChunkBy, Tokenizer: s.Tokenizer}
+	if err := split.Check(); err != nil {
+		return Options{}, Selection{}, err
+	}
+	sel := Selection{TopK: s.TopK, Order: s.Order, Separator: s.Separator}
+	if err := sel.Check(); err != nil {
+		return Options{}, Selection{}, err
+	}
+	return split.WithDefaults(), sel.WithDefaults(), nil
+}

@@ -58,18 +58,12 @@ const docCacheSize = 8
 // encoding/json would name a mistyped embedded field "Options.top_k",
 // which is not what the user wrote.
 type options struct {
-	ChunkTokens    int     `json:"chunk_tokens"`
-	ChunkOverlap   int     `json:"chunk_overlap"`
-	ChunkBy        string  `json:"chunk_by"`
-	Tokenizer      string  `json:"tokenizer"`
-	TopK           int     `json:"top_k"`
-	Order          string  `json:"order"`
-	Separator      *string `json:"separator"`
-	Embedder       string  `json:"embedder"`
-	EmbeddingModel string  `json:"embedding_model"`
-	APIKeyEnv      string  `json:"api_key_env"`
-	BatchSize      int     `json:"batch_size"`
-	Cache          string  `json:"cache"`
+	chunk.Settings
+	Embedder       string `json:"embedder"`
+	EmbeddingModel string `json:"embedding_model"`
+	APIKeyEnv      string `json:"api_key_env"`
+	BatchSize      int    `json:"batch_size"`
+	Cache          string `json:"cache"`
 }
 
 // Retriever is the cosine retriever. Build it with New; it is safe for
@@ -109,12 +103,8 @@ func NewRetriever(ctx context.Context, opts sdk.Options) (*Retriever, error) {
 	if err := opts.Decode(&o); err != nil {
 		return nil, err
 	}
-	split := chunk.Options{Size: o.ChunkTokens, Overlap: o.ChunkOverlap, By: o.ChunkBy, Tokenizer: o.Tokenizer}
-	if err := split.Check(); err != nil {
-		return nil, err
-	}
-	sel := chunk.Selection{TopK: o.TopK, Order: o.Order, Separator: o.Separator}
-	if err := sel.Check(); err != nil {
+	split, sel, err := o.Parse()
+	if err != nil {
 		return nil, err
 	}
 	base, err := embed.New(ctx, embed.Config{Embedder: o.Embedder, Model: o.EmbeddingModel, APIKeyEnv: o.APIKeyEnv, BatchSize: o.BatchSize})
@@ -122,8 +112,8 @@ func NewRetriever(ctx context.Context, opts sdk.Options) (*Retriever, error) {
 		return nil, err
 	}
 	r := &Retriever{
-		split: split.WithDefaults(),
-		sel:   sel.WithDefaults(),
+		split: split,
+		sel:   sel,
 		base:  base,
 		emb:   base,
 		docs:  chunk.NewDocCache[*index](docCacheSize),
