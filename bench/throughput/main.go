@@ -35,13 +35,20 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "throughput:", err)
-		}
+	var usage usageError
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &usage):
+		os.Exit(2) // the flag package has printed the error and the usage
+	default:
+		fmt.Fprintln(os.Stderr, "throughput:", err)
 		os.Exit(1)
 	}
 }
+
+// usageError is a bad command line, already reported by the flag package.
+type usageError struct{ error }
 
 // settings are the command's flags.
 type settings struct {
@@ -70,7 +77,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&s.latency, "latency", 50*time.Millisecond, "server latency of the in-flight run")
 	fs.DurationVar(&s.timeout, "timeout", 10*time.Minute, "limit on each hayloft run")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -122,7 +132,7 @@ func loadavg() string {
 type row struct {
 	name       string
 	conc       int // concurrency allowed: wrk connections or max_concurrency
-	requests   int // chat requests the server answered
+	requests   int // chat requests: wrk's completed count, or what the server saw
 	wall       time.Duration
 	samples    int     // 0 for wrk
 	overheadUS float64 // hayloft's own CPU per sample; 0 for wrk

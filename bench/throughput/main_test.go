@@ -76,8 +76,8 @@ func TestWrkScript(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	rows := []row{
-		{name: "wrk ceiling", conc: 64, requests: 35000, wall: 5 * time.Second, maxInFlight: 8},
-		{name: "hayloft, zero latency", conc: 64, requests: 5000, wall: 2500 * time.Millisecond, samples: 5000, overheadUS: 412.4, maxInFlight: 12, note: "29% of wrk (target >= 50%)"},
+		{name: "wrk ceiling", conc: 64, requests: 35000, wall: 5 * time.Second, maxInFlight: 8, clientCPU: 70 * time.Millisecond},
+		{name: "hayloft, zero latency", conc: 64, requests: 5000, wall: 2500 * time.Millisecond, samples: 5000, overheadUS: 412.4, maxInFlight: 12, clientCPU: 3500 * time.Millisecond, note: "29% of wrk (target >= 50%)"},
 		{name: "wrk ceiling", conc: 64, note: "skipped: wrk not on PATH"},
 	}
 	var buf bytes.Buffer

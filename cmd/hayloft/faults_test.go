@@ -22,8 +22,9 @@ import (
 )
 
 // faultyData writes n door samples; the samples at the indexes in long carry
-// a context of about longWords words, over the fake server's window. None of
-// the first 100 is long: the runner ends a row whose first samples all fail.
+// a context of about longWords words, to go over the fake server's window.
+// Keep long samples away from the start unless that is the point: the runner
+// ends a row whose first samples all fail.
 func faultyData(t *testing.T, dir string, n int, long map[int]bool, longWords int) string {
 	t.Helper()
 	filler := strings.Repeat("The hay is dry and the barn is quiet. ", longWords/8)
@@ -189,8 +190,15 @@ func TestThousandSamplesUnderFaults(t *testing.T) {
 					t.Errorf("sample %s: attempt %d of %d (%s: %s): the window error must be the last try and come once", f.SampleID, i+1, len(attempts), a.Status, a.Error)
 				}
 			}
-		case sdk.CodeBadResponse, store.CodeRetriesExhausted:
-			if f.Code == store.CodeRetriesExhausted && len(attempts) != maxRetries+1 {
+		case sdk.CodeBadResponse:
+			// A malformed answer is final. The fake injects faults before it
+			// checks the window, so a long sample can fail this way too.
+			last := attempts[len(attempts)-1]
+			if last.Status != "http 200" {
+				t.Errorf("sample %s failed with %s but its last try was %s: %s", f.SampleID, f.Code, last.Status, last.Error)
+			}
+		case store.CodeRetriesExhausted:
+			if len(attempts) != maxRetries+1 {
 				t.Errorf("sample %s ran out of retries after %d attempts, want %d", f.SampleID, len(attempts), maxRetries+1)
 			}
 		default:
@@ -202,8 +210,10 @@ func TestThousandSamplesUnderFaults(t *testing.T) {
 			t.Errorf("sample %s is over the window but did not fail", id)
 		}
 	}
-	if codes[sdk.CodeContextLength] != len(long) {
-		t.Errorf("failure codes %v: want %d %s", codes, len(long), sdk.CodeContextLength)
+	// A long sample escapes the window error only through a malformed
+	// answer (5% of tries here): most must hit it.
+	if c := codes[sdk.CodeContextLength]; c < len(long)/2 {
+		t.Errorf("failure codes %v: want most of the %d long samples to fail with %s", codes, len(long), sdk.CodeContextLength)
 	}
 	// Answered samples are journaled with their scores; failed ones are not.
 	records, err := st.Samples(ctx, res.RunID, journalRow)
