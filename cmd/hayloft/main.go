@@ -36,6 +36,9 @@ Run 'hayloft COMMAND -h' for a command's flags.
 type exitError struct {
 	code int
 	err  error
+	// printed: the message is already on stderr (the flag package prints
+	// its own parse errors with the command's usage).
+	printed bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -48,16 +51,16 @@ func main() {
 	if err == nil {
 		return
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h asked for the usage, which the flag package printed
+	}
 	code := 1
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	if !errors.Is(err, flag.ErrHelp) {
+	if ee == nil || !ee.printed {
 		fmt.Fprintln(os.Stderr, "hayloft:", err)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		code = 2
 	}
 	os.Exit(code)
 }
@@ -106,7 +109,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &exitError{code: 2, err: err, printed: true}
 		}
 		args = fs.Args()
 		if len(args) == 0 {

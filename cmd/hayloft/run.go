@@ -73,6 +73,9 @@ func (e *cliEnv) openEvalSession(fs *flag.FlagSet, ef *evalFlags, args []string,
 	if len(pos) != 1 {
 		return nil, &exitError{code: 2, err: errors.New(usage)}
 	}
+	if ef.limit < 0 {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--limit %d: must not be negative", ef.limit)}
+	}
 	s, err := e.openSession(pos[0], &ef.commonFlags)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,6 @@ import (
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/plugin"
-	"github.com/hayloft/hayloft/sdk/stats"
 	"github.com/hayloft/hayloft/sdk/tokenizer"
 )
 
@@ -288,20 +287,3 @@ func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample) (fitted, error) 
 	}
 	return fitted{messages: out.Messages, context: out.Context, tokens: out.PromptTokens, truncated: out.Truncated}, nil
 }
-
-// aggregate uses the scorer's own corpus-level aggregation when it has one
-// (corpus BLEU), else the mean of valid values with a bootstrap interval.
-func aggregate(ctx context.Context, sc sdk.Scorer, scores []*sdk.ScoreResponse) (*sdk.AggregateResponse, error) {
-	if a, ok := sc.(sdk.Aggregator); ok {
-		resp, err := a.Aggregate(ctx, &sdk.AggregateRequest{Scores: scores})
-		if err == nil {
-			return resp, nil
-		}
-		if !isUnsupported(err) {
-			return nil, err
-		}
-	}
-	return stats.AggregateMean(scores, 1), nil
-}
-
-func isUnsupported(err error) bool { return errors.Is(err, sdk.ErrUnsupported) }

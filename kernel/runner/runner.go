@@ -21,6 +21,7 @@ import (
 	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/stats"
 )
 
 // Opener creates configured components. *pluginhost.Host is the production
@@ -189,6 +190,7 @@ type row struct {
 	positions map[int]position          // by sample seq
 	successes int
 	failures  int
+	blind     int // failures that say the server is unusable, before any success
 	lastErr   error
 	cancel    context.CancelCauseFunc
 	ctx       context.Context
@@ -590,6 +592,20 @@ func isSampleError(err error) bool {
 	return errors.As(err, &re) || sdk.IsRetryable(err)
 }
 
+// countsAsBlind tells failures that say nothing about the server (a prompt
+// too long for the window, a request the server refused as malformed) from
+// failures that suggest it is down or broken.
+func countsAsBlind(err error) bool {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		switch re.Code {
+		case sdk.CodeContextLength, sdk.CodeBadRequest, "prompt_does_not_fit":
+			return false
+		}
+	}
+	return true
+}
+
 // maxBlindFailures ends a row whose first samples all fail: a server that is
 // down or answers garbage should stop the run with its cause, not write a
 // thousand identical failures.
@@ -610,7 +626,10 @@ func (r *Runner) sampleFailed(ctx context.Context, runID, evalName string, rw *r
 		rw.cancel(fmt.Errorf("%s: %w", rw.res.Model, err))
 		return
 	}
-	if rw.successes == 0 && rw.failures >= maxBlindFailures {
+	if rw.successes == 0 && countsAsBlind(err) {
+		rw.blind++
+	}
+	if rw.successes == 0 && rw.blind >= maxBlindFailures {
 		rw.cancel(fmt.Errorf("%s: the first %d samples all failed; last error: %w", rw.res.Model, rw.failures, err))
 	}
 }
@@ -636,7 +655,7 @@ func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle)
 		for i, s := range list {
 			scores[i] = s.sc
 		}
-		agg, err := aggregate(context.WithoutCancel(ctx), sh.scorer, scores)
+		agg, err := stats.Aggregate(context.WithoutCancel(ctx), sh.scorer, scores, 1)
 		if err != nil {
 			r.log.Error("aggregate", "scorer", sh.ref, "error", err)
 			rw.res.Metrics[sh.ref] = &Metric{N: len(scores), Details: map[string]any{"error": err.Error()}}

@@ -254,14 +254,9 @@ func writeLine(w *bufio.Writer, fields []field, resp *sdk.ScoreResponse) error {
 }
 
 func writeAggregate(ctx context.Context, w *bufio.Writer, sc sdk.Scorer, scores []*sdk.ScoreResponse) error {
-	var agg *sdk.AggregateResponse
-	if a, ok := sc.(sdk.Aggregator); ok {
-		var err error
-		if agg, err = a.Aggregate(ctx, &sdk.AggregateRequest{Scores: scores}); err != nil {
-			return fmt.Errorf("aggregate: %w", err)
-		}
-	} else {
-		agg = stats.AggregateMean(scores, AggregateSeed)
+	agg, err := stats.Aggregate(ctx, sc, scores, AggregateSeed)
+	if err != nil {
+		return fmt.Errorf("aggregate: %w", err)
 	}
 	b, err := json.Marshal(agg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -32,6 +33,11 @@ type journaledRequest struct {
 // responses are cached, so a request that failed last time misses and is
 // asked again.
 func (s *Store) LookupResponse(ctx context.Context, key string) (*CachedResponse, bool, error) {
+	if known, err := s.known.has(ctx, s.db, key); err != nil {
+		return nil, false, fmt.Errorf("lookup response %s: %w", key, err)
+	} else if !known {
+		return nil, false, nil
+	}
 	var (
 		c                CachedResponse
 		identity         string
@@ -100,7 +106,67 @@ func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, r
 	if err != nil {
 		return fmt.Errorf("put response %s: %w", key, err)
 	}
+	s.known.add(key)
 	return nil
+}
+
+// knownKeys is the set of response keys the journal holds, loaded on the
+// first lookup and kept current by PutResponse: a run over new samples then
+// answers its misses from memory instead of querying SQLite for each. A
+// response another process journals meanwhile only costs a miss here: the
+// request is asked again, never answered wrongly.
+type knownKeys struct {
+	once sync.Once
+	err  error
+	mu   sync.RWMutex
+	keys map[string]struct{}
+}
+
+func (k *knownKeys) has(ctx context.Context, db *sql.DB, key string) (bool, error) {
+	// One caller's cancellation must not poison the set for the others.
+	k.once.Do(func() { k.err = k.load(context.WithoutCancel(ctx), db) })
+	if k.err != nil {
+		return false, k.err
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	_, ok := k.keys[key]
+	return ok, nil
+}
+
+func (k *knownKeys) load(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT key FROM responses`)
+	if err != nil {
+		return fmt.Errorf("load response keys: %w", err)
+	}
+	defer rows.Close()
+	keys := map[string]struct{}{}
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return fmt.Errorf("load response keys: %w", err)
+		}
+		keys[key] = struct{}{}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load response keys: %w", err)
+	}
+	k.mu.Lock()
+	for key := range k.keys { // added while loading
+		keys[key] = struct{}{}
+	}
+	k.keys = keys
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *knownKeys) add(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		k.keys = map[string]struct{}{}
+	}
+	k.keys[key] = struct{}{}
 }
 
 const (

@@ -65,6 +65,7 @@ type Store struct {
 	// The writer re-binds the inserts to its transaction; Tx.StmtContext
 	// reuses the copy prepared on wconn. Read-only after Open.
 	stmts   map[string]*sql.Stmt
+	known   knownKeys
 	ops     chan *writeOp // unbuffered: a send succeeds only when the writer takes it
 	closing chan struct{}
 	stopped chan struct{}

@@ -72,7 +72,8 @@ func withText(msg string, err error) error {
 func errorFromProto(e *pb.Error) error {
 	err := typedFromProto(e)
 	if as := e.GetAttempts(); len(as) > 0 {
-		return &sdk.AttemptsError{Attempts: attemptsFromProto(as), Err: err}
+		// The remote text already counts the attempts.
+		return withText(e.GetMessage(), &sdk.AttemptsError{Attempts: attemptsFromProto(as), Err: err})
 	}
 	return err
 }
@@ -157,7 +158,10 @@ func fromStatus(ctx context.Context, err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%s: %w", st.Message(), context.Canceled)
+		// The caller did not cancel: the connection was closed under the
+		// call ("grpc: the client connection is closing"), as when the host
+		// tears down a plugin that died.
+		return fmt.Errorf("%w: %s", ErrConnection, st.Message())
 	case codes.DeadlineExceeded:
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -88,7 +88,9 @@ func TestTransportErrors(t *testing.T) {
 	}{
 		{codes.Unavailable, ErrConnection},
 		{codes.Unimplemented, sdk.ErrUnsupported},
-		{codes.Canceled, context.Canceled},
+		// Cancelled while the caller's context is live: the connection
+		// closed under the call.
+		{codes.Canceled, ErrConnection},
 		{codes.DeadlineExceeded, context.DeadlineExceeded},
 	}
 	for _, tt := range tests {
@@ -98,6 +100,11 @@ func TestTransportErrors(t *testing.T) {
 				t.Errorf("got %v, want it to wrap %v", got, tt.want)
 			}
 		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := fromStatus(ctx, status.Error(codes.Canceled, "boom")); !errors.Is(got, context.Canceled) {
+		t.Errorf("Canceled by the caller: got %v", got)
 	}
 	if got := fromStatus(context.Background(), status.Error(codes.Internal, "boom")); errors.Is(got, ErrConnection) || got == nil {
 		t.Errorf("Internal: got %v", got)

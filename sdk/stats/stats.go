@@ -5,6 +5,8 @@
 package stats
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -105,4 +107,21 @@ func AggregateMean(scores []*sdk.ScoreResponse, seed uint64) *sdk.AggregateRespo
 		CILow:   lo,
 		CIHigh:  hi,
 	}
+}
+
+// Aggregate is a scorer's eval-level metric: its own corpus-level
+// aggregation when it has one (corpus BLEU), else AggregateMean. A remote
+// scorer always has an Aggregate method and answers sdk.ErrUnsupported when
+// the component behind it has none, which also falls back to the mean.
+func Aggregate(ctx context.Context, sc sdk.Scorer, scores []*sdk.ScoreResponse, seed uint64) (*sdk.AggregateResponse, error) {
+	if a, ok := sc.(sdk.Aggregator); ok {
+		resp, err := a.Aggregate(ctx, &sdk.AggregateRequest{Scores: scores})
+		if err == nil {
+			return resp, nil
+		}
+		if !errors.Is(err, sdk.ErrUnsupported) {
+			return nil, err
+		}
+	}
+	return AggregateMean(scores, seed), nil
 }
