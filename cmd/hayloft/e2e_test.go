@@ -254,7 +254,7 @@ func interruptAndResume(t *testing.T, sig syscall.Signal) {
 	if !errors.As(err, &ee) {
 		t.Fatalf("run was not stopped by %v: %v", sig, err)
 	}
-	if sig == syscall.SIGINT && ee.ExitCode() != 130 {
+	if sig != syscall.SIGKILL && ee.ExitCode() != 130 {
 		t.Fatalf("exit code after SIGINT = %d, want 130\n%s", ee.ExitCode(), stderr.String())
 	}
 	waitNoPlugins(t)
@@ -284,8 +284,9 @@ func interruptAndResume(t *testing.T, sig syscall.Signal) {
 	waitNoPlugins(t)
 }
 
-func TestKill9LosesNothing(t *testing.T)  { interruptAndResume(t, syscall.SIGKILL) }
-func TestSIGINTStopsCleanly(t *testing.T) { interruptAndResume(t, syscall.SIGINT) }
+func TestKill9LosesNothing(t *testing.T)   { interruptAndResume(t, syscall.SIGKILL) }
+func TestSIGINTStopsCleanly(t *testing.T)  { interruptAndResume(t, syscall.SIGINT) }
+func TestSIGTERMStopsCleanly(t *testing.T) { interruptAndResume(t, syscall.SIGTERM) }
 
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()

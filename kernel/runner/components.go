@@ -73,7 +73,7 @@ func (c *components) model(ctx context.Context, comp *config.Component) (*modelH
 	if h, ok := c.models[comp.Ref()]; ok {
 		return h, nil
 	}
-	h, err := newModelHandle(ctx, comp, v.(sdk.Model), false)
+	h, err := newModelHandle(ctx, comp, v.(sdk.Model))
 	if err != nil {
 		return nil, comp.Diag(err)
 	}
@@ -90,13 +90,15 @@ type modelHandle struct {
 	jobs  chan struct{}
 	limit *limiter.Limiter
 	comp  *config.Component
-	enc   *tokenizer.Encoding // nil when the window is unknown: nothing to fit
+	enc   *tokenizer.Encoding // measures prompts, unless own does
 	own   *modelTokens        // set instead of enc for tokenizer = "model"
 }
 
-// newModelHandle prepares a model block for use. With count set, prompts are
-// measured even when the window is unknown (for `hayloft gen`).
-func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model, count bool) (*modelHandle, error) {
+// newModelHandle prepares a model block for use. Every prompt is measured,
+// so each result records the tokens sent, window or not; m may be nil where
+// no request will be sent (`hayloft gen`), unless the model counts its own
+// tokens.
+func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*modelHandle, error) {
 	ms := config.ModelSettings{MaxConcurrency: 8, Truncation: "middle"}
 	if comp.Model != nil {
 		ms = *comp.Model
@@ -141,9 +143,6 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model, co
 			return nil, sdk.Configf("load_probe", "%v", err)
 		}
 		h.limit.SetLoadProbe(probe)
-	}
-	if ms.ContextWindow == 0 && !count {
-		return h, nil
 	}
 	name := tokenizerName(extra)
 	if name == "model" {
@@ -253,8 +252,6 @@ func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample) (fitted, error) 
 	case h.own != nil:
 		own = h.own.counter(ctx)
 		counter = own
-	case h.enc == nil:
-		return fitted{messages: smp.Render()}, nil
 	}
 	ownErr := func() error {
 		if own != nil && own.err != nil {
@@ -264,6 +261,9 @@ func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample) (fitted, error) 
 	}
 	f := prompt.NewFitter(counter, h.settings.ContextWindow, h.params(smp).MaxTokens)
 	if h.settings.ContextWindow == 0 {
+		if est, ok := h.estimate(f, smp); ok {
+			return fitted{messages: smp.Render(), tokens: est}, ownErr()
+		}
 		msgs := smp.Render()
 		n := f.CountMessages(msgs)
 		return fitted{messages: msgs, tokens: n}, ownErr()
@@ -286,4 +286,19 @@ func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample) (fitted, error) 
 		return fitted{}, &sdk.RequestError{Code: "prompt_does_not_fit", Msg: err.Error()}
 	}
 	return fitted{messages: out.Messages, context: out.Context, tokens: out.PromptTokens, truncated: out.Truncated}, nil
+}
+
+// estimate counts a prompt without tokenizing its context again when the
+// task measured the context in the same tokenizer: the template is counted,
+// the context's count is the task's. A long-context grid then costs one
+// tokenization of the haystack, not one per sample. The estimate can be off
+// by a token or two where the context meets the template, so it only
+// reports lengths: fitting to a window always counts exactly.
+func (h *modelHandle) estimate(f *prompt.Fitter, smp *sdk.Sample) (int, bool) {
+	if smp.Length.Tokens <= 0 || smp.Length.Tokenizer == "" || smp.Length.Tokenizer != h.tokenizer() {
+		return 0, false
+	}
+	bare := *smp
+	bare.Context = ""
+	return f.CountMessages(bare.Render()) + smp.Length.Tokens, true
 }

@@ -63,7 +63,7 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 			}
 			model = v.(sdk.Model)
 		}
-		h, err := newModelHandle(ctx, m, model, true)
+		h, err := newModelHandle(ctx, m, model)
 		if err != nil {
 			return m.Diag(err)
 		}
@@ -98,6 +98,7 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 				}
 				s = smp.Clone()
 				s.Context = resp.Context
+				s.Length = sdk.Length{} // measured on the full context
 				for _, c := range resp.Chunks {
 					chunks = append(chunks, c.ID)
 				}

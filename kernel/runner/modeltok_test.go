@@ -8,9 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/plugins/models/openai"
 	"github.com/hayloft/hayloft/plugins/models/openai/openaitest"
 	"github.com/hayloft/hayloft/plugins/tasks/jsonl"
+	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/tokenizer"
 )
 
 // With tokenizer = "model" the window is measured by the server's own
@@ -98,4 +101,54 @@ func writeTemp(t *testing.T, name, body string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Without a window to fit, a context the task already measured in the
+// model's tokenizer is not tokenized again; with one, it always is.
+func TestFitUsesTheTasksCountOnlyToReport(t *testing.T) {
+	handle := func(window string) *modelHandle {
+		cfg, err := config.Parse("t.hcl", []byte(`model "m" "x" {`+window+`}`), config.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := newModelHandle(context.Background(), cfg.Components[0], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	enc, _ := tokenizer.Get("cl100k_base")
+	text := strings.Repeat("The hay is dry. ", 40)
+	// A deliberately wrong task count shows which path was taken.
+	smp := &sdk.Sample{ID: "1", Context: text, Question: "Is the hay dry?",
+		Length: sdk.Length{Tokens: enc.Count(text) + 100, Tokenizer: "cl100k_base"}}
+	measure := handle("")
+	fast, err := measure.fit(context.Background(), smp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := *smp
+	exact.Length = sdk.Length{}
+	slow, err := measure.fit(context.Background(), &exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := fast.tokens - slow.tokens; d < 98 || d > 102 {
+		t.Fatalf("estimated %d, counted %d: the task's count was not used", fast.tokens, slow.tokens)
+	}
+	// Another tokenizer's count is never used.
+	other := *smp
+	other.Length.Tokenizer = "o200k_base"
+	if got, _ := measure.fit(context.Background(), &other); got.tokens != slow.tokens {
+		t.Fatalf("used an o200k count for a cl100k prompt: %d vs %d", got.tokens, slow.tokens)
+	}
+
+	// Fitting to a window never trusts it: an under-reported context is cut.
+	small := *smp
+	small.Context = strings.Repeat("The hay is dry. ", 300)
+	small.Length = sdk.Length{Tokens: 10, Tokenizer: "cl100k_base"}
+	got, err := handle("\n  context_window = 1000\n  max_tokens = 100\n").fit(context.Background(), &small)
+	if err != nil || !got.truncated || got.tokens > 900 {
+		t.Fatalf("fit = %+v, %v; want a cut to at most 900 tokens", got, err)
+	}
 }

@@ -494,6 +494,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		}
 		smp = orig.Clone()
 		smp.Context = resp.Context
+		smp.Length = sdk.Length{} // measured on the full context
 		for _, c := range resp.Chunks {
 			meta.Chunks = append(meta.Chunks, c.ID)
 		}
