@@ -13,7 +13,6 @@ import (
 	"math"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -98,8 +97,9 @@ type Result struct {
 	RunID string        `json:"run_id"`
 	Evals []*EvalResult `json:"evals"`
 	// OverheadUSPerSample is the kernel's own cost per sample: this
-	// process's CPU time over the run divided by the samples processed
-	// (plugins and model servers run in other processes and are not in it).
+	// process's CPU time from the first sample on, divided by the samples
+	// processed (plugins and model servers run in other processes and are
+	// not in it; see overhead).
 	OverheadUSPerSample float64 `json:"overhead_us_per_sample"`
 	Interrupted         bool    `json:"interrupted,omitempty"`
 }
@@ -126,28 +126,20 @@ func (r *Runner) Run(ctx context.Context, cfg *config.Config) (*Result, error) {
 	comps := newComponents(r.opts.Opener)
 	defer comps.closeAll()
 
-	// kernelNS sums each sample's wall time outside the model call: the
-	// fallback overhead figure where process CPU time is not available.
-	var kernelNS, jobs atomic.Int64
-	cpu0, cpuOK := processCPU()
+	var cost overhead
 	bar := newProgress(r.opts.Progress)
 	for _, ev := range cfg.Evals {
 		if !r.selected(ev.Name) {
 			continue
 		}
-		rows := r.runEval(ctx, runID, ev, modelBlocks(cfg), comps, bar, &kernelNS, &jobs)
+		rows := r.runEval(ctx, runID, ev, modelBlocks(cfg), comps, bar, &cost)
 		res.Evals = append(res.Evals, rows...)
 		if ctx.Err() != nil {
 			break
 		}
 	}
 	bar.finish()
-	if n := jobs.Load(); n > 0 {
-		res.OverheadUSPerSample = float64(kernelNS.Load()) / float64(n) / 1e3
-		if cpu1, ok := processCPU(); ok && cpuOK {
-			res.OverheadUSPerSample = float64(cpu1-cpu0) / float64(n) / 1e3
-		}
-	}
+	res.OverheadUSPerSample = cost.perSample()
 	status := "done"
 	switch {
 	case ctx.Err() != nil:
@@ -191,7 +183,6 @@ type row struct {
 	successes int
 	failures  int
 	blind     int // failures that say the server is unusable, before any success
-	lastErr   error
 	cancel    context.CancelCauseFunc
 	ctx       context.Context
 }
@@ -260,7 +251,7 @@ func modelBlocks(cfg *config.Config) map[string]*config.Component {
 	return m
 }
 
-func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, models map[string]*config.Component, comps *components, bar *progress, kernelNS, jobs *atomic.Int64) []*EvalResult {
+func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, models map[string]*config.Component, comps *components, bar *progress, cost *overhead) []*EvalResult {
 	var rows []*row
 	fail := func(msg string) []*EvalResult {
 		r.log.Error("eval failed", "eval", ev.Name, "error", msg)
@@ -340,7 +331,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		if ctx.Err() != nil {
 			break
 		}
-		taskErr := r.stream(ctx, runID, ev.Name, task, limit, phase, scorers, bar, kernelNS, jobs)
+		taskErr := r.stream(ctx, runID, ev.Name, task, limit, phase, scorers, bar, cost)
 		if taskErr != nil && ctx.Err() == nil {
 			msg := fmt.Sprintf("%s: %v", ev.Task.Ref(), taskErr)
 			for _, rw := range phase {
@@ -430,7 +421,7 @@ func swaps(phase []*row, rw *row) bool {
 
 // stream makes one pass over the task, sending every sample to every live
 // row of the phase, and waits for all of them.
-func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Task, limit int, rows []*row, scorers []scorerHandle, bar *progress, kernelNS, jobs *atomic.Int64) error {
+func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Task, limit int, rows []*row, scorers []scorerHandle, bar *progress, cost *overhead) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	seq := 0
@@ -452,14 +443,14 @@ func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Ta
 			if err := rw.model.startJob(rw.ctx); err != nil {
 				continue
 			}
+			cost.start()
 			wg.Add(1)
 			go func(rw *row, smp *sdk.Sample, seq int) {
 				defer wg.Done()
 				defer rw.model.endJob()
 				t0 := time.Now()
 				wait := r.process(rw.ctx, runID, evalName, rw, scorers, smp, seq)
-				kernelNS.Add(int64(time.Since(t0) - wait))
-				jobs.Add(1)
+				cost.done(time.Since(t0) - wait)
 				bar.add()
 			}(rw, smp, seq)
 		}
@@ -622,7 +613,6 @@ func (r *Runner) sampleFailed(ctx context.Context, runID, evalName string, rw *r
 	defer rw.mu.Unlock()
 	rw.res.Errors++
 	rw.failures++
-	rw.lastErr = err
 	if !perSample {
 		rw.cancel(fmt.Errorf("%s: %w", rw.res.Model, err))
 		return
