@@ -19,6 +19,7 @@ package bleu
 import (
 	"context"
 	"fmt"
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,9 +194,9 @@ func tokenizeForLang(lang string) string {
 // (lowercase, strip trailing whitespace, tokenize) and splits it.
 func (s *Scorer) tokens(tok tokenizeFunc, seg string) []string {
 	if s.opts.Lowercase {
-		seg = pyLower(seg)
+		seg = pytext.Lower(seg)
 	}
-	return pyFields(tok(pyRStrip(seg)))
+	return pytext.Fields(tok(pytext.RStrip(seg)))
 }
 
 // Score returns the sentence BLEU of the prediction against sample.Targets.

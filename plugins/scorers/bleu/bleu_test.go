@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,8 +62,8 @@ func TestPyLower(t *testing.T) {
 		"İ":     "i\u0307",
 		"ÀÉ":    "àé",
 	} {
-		if got := pyLower(in); got != want {
-			t.Errorf("pyLower(%q) = %q, want %q", in, got, want)
+		if got := pytext.Lower(in); got != want {
+			t.Errorf("pytext.Lower(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -247,11 +248,11 @@ func fuzzTokenizer(f *testing.F, name string) {
 		if !utf8.ValidString(out) {
 			t.Fatalf("invalid UTF-8 from %q", s)
 		}
-		if strings.Contains(out, "  ") || strings.TrimFunc(out, pyIsSpace) != out {
+		if strings.Contains(out, "  ") || strings.TrimFunc(out, pytext.IsSpace) != out {
 			t.Fatalf("%q -> %q: spacing not normalised", s, out)
 		}
 		for _, tok := range strings.Split(out, " ") {
-			if strings.ContainsFunc(tok, pyIsSpace) {
+			if strings.ContainsFunc(tok, pytext.IsSpace) {
 				t.Fatalf("token %q contains whitespace", tok)
 			}
 		}
@@ -268,10 +269,10 @@ func FuzzChar(f *testing.F) {
 		if !utf8.ValidString(s) {
 			return
 		}
-		toks := pyFields(tokenizeChar(s))
+		toks := pytext.Fields(tokenizeChar(s))
 		n := 0
 		for _, r := range s {
-			if !pyIsSpace(r) {
+			if !pytext.IsSpace(r) {
 				n++
 			}
 		}

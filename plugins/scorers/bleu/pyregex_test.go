@@ -2,6 +2,7 @@ package bleu
 
 import (
 	"encoding/json"
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -67,10 +68,10 @@ func TestTokenizersAgainstPythonRegex(t *testing.T) {
 		for i, s := range inputs {
 			var got string
 			if name == "lower" {
-				got = pyLower(s)
+				got = pytext.Lower(s)
 			} else {
 				f, _ := tokenizerFor(name)
-				got = normalizeSpace(f(pyRStrip(s)))
+				got = normalizeSpace(f(pytext.RStrip(s)))
 			}
 			if got != outs[i] {
 				if bad++; bad <= 5 {

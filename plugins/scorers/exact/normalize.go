@@ -1,6 +1,7 @@
 package exact
 
 import (
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"strings"
 	"unicode"
 )
@@ -35,7 +36,7 @@ func (n Normalization) Apply(s string) string {
 		s = removeArticles(s)
 	}
 	if n.NormalizeWhitespace {
-		s = strings.Join(pyFields(s), " ")
+		s = strings.Join(pytext.Fields(s), " ")
 	}
 	return s
 }
@@ -80,16 +81,4 @@ func removeArticles(s string) string {
 	}
 	flush(len(s))
 	return b.String()
-}
-
-// pyFields is Python's str.split() with no argument.
-func pyFields(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool {
-		switch r {
-		case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0,
-			0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
-			return true
-		}
-		return 0x2000 <= r && r <= 0x200a
-	})
 }

@@ -1,28 +1,15 @@
 package rougel
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
+)
 
 // This file reproduces the `rouge` package by pltrdy that LongBench calls:
 // the current version (mode "pltrdy") and the 2017 version several papers'
 // numbers come from (mode "pltrdy_legacy"). Both work on whitespace tokens
 // of the raw text; neither lowercases.
-
-// pyIsSpace reports whether r is whitespace for Python's str.split(), which
-// also splits on the ASCII file, group, record and unit separators that Go's
-// unicode.IsSpace does not count.
-func pyIsSpace(r rune) bool {
-	switch r {
-	case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0,
-		0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
-		return true
-	}
-	return 0x2000 <= r && r <= 0x200a
-}
-
-// pyFields is Python's str.split() with no argument.
-func pyFields(s string) []string {
-	return strings.FieldsFunc(s, pyIsSpace)
-}
 
 // pltrdySentences splits text as pltrdy's Rouge.get_scores does: on ".",
 // keeping pieces that are non-empty before whitespace is normalised, then
@@ -34,7 +21,7 @@ func pltrdySentences(text string) [][]string {
 		if piece == "" {
 			continue
 		}
-		out = append(out, strings.Split(strings.Join(pyFields(piece), " "), " "))
+		out = append(out, strings.Split(strings.Join(pytext.Fields(piece), " "), " "))
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -256,7 +257,7 @@ func FuzzCharTokenizer(f *testing.F) {
 	f.Add("我爱北京, Tiananmen 2024年!")
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, w := range (charTokenizer{stems: newStemCache()}).tokenize(nil, s) {
-			if w == "" || strings.ContainsFunc(w, pyIsSpace) {
+			if w == "" || strings.ContainsFunc(w, pytext.IsSpace) {
 				t.Fatalf("bad token %q from %q", w, s)
 			}
 		}

@@ -1,6 +1,7 @@
 package countingstars
 
 import (
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"strings"
 	"unicode"
 )
@@ -19,12 +20,6 @@ func normalizeNewlines(s string) string {
 // which is Python's str.split(" ") (empty units included).
 func CleanEnglish(raw string) string {
 	return strings.ReplaceAll(normalizeNewlines(raw), "\n", " ")
-}
-
-// pyIsSpace is Python's str.isspace for one code point, which str.strip uses:
-// Go's unicode.IsSpace plus the information separators U+001C–U+001F.
-func pyIsSpace(r rune) bool {
-	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
 }
 
 // zhDropped reports the code points upstream removes from the Chinese
@@ -53,7 +48,7 @@ func CleanChinese(raw string) string {
 	var b strings.Builder
 	b.Grow(len(raw))
 	for line := range strings.SplitSeq(normalizeNewlines(raw), "\n") {
-		line = strings.TrimFunc(line, pyIsSpace)
+		line = strings.TrimFunc(line, pytext.IsSpace)
 		// The dashes would become a space that the next step removes, and
 		// the regexp below drops every '-' anyway; the replacement is kept
 		// so the steps read as upstream's.

@@ -1,0 +1,42 @@
+package pytext
+
+import (
+	"slices"
+	"testing"
+)
+
+// Expected values are what CPython 3.11 prints for the same calls.
+func TestPythonSemantics(t *testing.T) {
+	fields := []struct {
+		in   string
+		want []string
+	}{
+		{"a b\tc", []string{"a", "b", "c"}},
+		{"a\x1cb\x1fc", []string{"a", "b", "c"}}, // str.split splits on separators
+		{"a\u3000b\u00a0c", []string{"a", "b", "c"}},
+		{"  ", []string{}},
+	}
+	for _, c := range fields {
+		if got := Fields(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("Fields(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := Strip("\x1d x \u2028"); got != "x" {
+		t.Errorf("Strip = %q", got)
+	}
+	if got := RStrip(" x \x1e"); got != " x" {
+		t.Errorf("RStrip = %q", got)
+	}
+	lower := map[string]string{
+		"ΟΔΟΣ":  "οδος", // word-final sigma
+		"ΟΔΟΣ Α": "οδος α",
+		"Σ":     "σ", // no cased letter before: not final
+		"İ":     "i\u0307",
+		"ABC":   "abc",
+	}
+	for in, want := range lower {
+		if got := Lower(in); got != want {
+			t.Errorf("Lower(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
