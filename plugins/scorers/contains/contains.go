@@ -7,7 +7,6 @@ package contains
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/hayloft/hayloft/plugins/scorers/exact"
@@ -36,18 +35,7 @@ func New(ctx context.Context, opts sdk.Options) (sdk.Scorer, error) {
 // the empty string is inside every text, and that would make any answer
 // right.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if req == nil || req.Sample == nil {
-		return nil, fmt.Errorf("%s: request has no sample", Name)
-	}
-	if len(req.Sample.Targets) == 0 {
-		return nil, fmt.Errorf("%s: sample %q has no targets", Name, req.Sample.ID)
-	}
-	pred := s.norm.Apply(req.Prediction)
-	for i, t := range req.Sample.Targets {
-		nt := s.norm.Apply(t)
-		if (nt == "" && pred == "") || (nt != "" && strings.Contains(pred, nt)) {
-			return &sdk.ScoreResponse{Value: 1, Details: map[string]any{"match": true, "target": i}}, nil
-		}
-	}
-	return &sdk.ScoreResponse{Value: 0, Details: map[string]any{"match": false}}, nil
+	return exact.MatchAny(Name, req, s.norm, func(pred, target string) bool {
+		return (target == "" && pred == "") || (target != "" && strings.Contains(pred, target))
+	})
 }

@@ -34,15 +34,22 @@ func New(ctx context.Context, opts sdk.Options) (sdk.Scorer, error) {
 
 // Score is 1 when the normalised prediction equals a normalised target.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	return MatchAny(Name, req, s.norm, func(pred, target string) bool { return pred == target })
+}
+
+// MatchAny scores 1 when match holds between the normalised prediction and
+// any normalised target (reported in Details), else 0. Scorers that differ
+// only in how a prediction matches a target share it.
+func MatchAny(name string, req *sdk.ScoreRequest, n Normalization, match func(pred, target string) bool) (*sdk.ScoreResponse, error) {
 	if req == nil || req.Sample == nil {
-		return nil, fmt.Errorf("%s: request has no sample", Name)
+		return nil, fmt.Errorf("%s: request has no sample", name)
 	}
 	if len(req.Sample.Targets) == 0 {
-		return nil, fmt.Errorf("%s: sample %q has no targets", Name, req.Sample.ID)
+		return nil, fmt.Errorf("%s: sample %q has no targets", name, req.Sample.ID)
 	}
-	pred := s.norm.Apply(req.Prediction)
+	pred := n.Apply(req.Prediction)
 	for i, t := range req.Sample.Targets {
-		if s.norm.Apply(t) == pred {
+		if match(pred, n.Apply(t)) {
 			return &sdk.ScoreResponse{Value: 1, Details: map[string]any{"match": true, "target": i}}, nil
 		}
 	}
