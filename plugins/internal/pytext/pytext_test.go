@@ -28,11 +28,11 @@ func TestPythonSemantics(t *testing.T) {
 		t.Errorf("RStrip = %q", got)
 	}
 	lower := map[string]string{
-		"ΟΔΟΣ":  "οδος", // word-final sigma
+		"ΟΔΟΣ":   "οδος", // word-final sigma
 		"ΟΔΟΣ Α": "οδος α",
-		"Σ":     "σ", // no cased letter before: not final
-		"İ":     "i\u0307",
-		"ABC":   "abc",
+		"Σ":      "σ", // no cased letter before: not final
+		"İ":      "i\u0307",
+		"ABC":    "abc",
 	}
 	for in, want := range lower {
 		if got := Lower(in); got != want {

@@ -27,13 +27,6 @@ const maxBody = 256 << 20
 // error), so errors.As sees through to it.
 type AttemptsError = sdk.AttemptsError
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
 // transport is shared by every request of one client. A GPU server stays
 // saturated only if the kernel can hold hundreds of requests open at once,
 // and Go's default keeps just two idle connections per host, so without

@@ -146,7 +146,6 @@ type counter struct {
 	refMax [][]int32 // per order: max count over references
 	cnt    [][]int32 // per order: scratch counts, kept zeroed
 	ids    [][]int32 // per order: ids of the current sequence
-	fields []string
 }
 
 func newCounter(maxOrder int) *counter {

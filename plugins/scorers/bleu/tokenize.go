@@ -155,9 +155,7 @@ func slicesGrow(b []byte, n int) []byte {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// isRule1 is the class [\{-\~\[-\` -\&\(-\+\:-\@\/].
-func isRule1(c byte) bool { return rule1[c] }
-
+// rule1 is the class [\{-\~\[-\` -\&\(-\+\:-\@\/].
 var rule1 = func() (t [256]bool) {
 	for c := 0; c < 256; c++ {
 		t[c] = ('{' <= c && c <= '~') || ('[' <= c && c <= '`') || (' ' <= c && c <= '&') ||
