@@ -94,6 +94,25 @@ func (s *Set) Has(kind Kind, name string) bool {
 // New builds the component kind/name from opts and provisions it. The result
 // is a Task, Model, Scorer or Retriever according to kind.
 func (s *Set) New(ctx context.Context, kind Kind, name string, opts Options) (any, error) {
+	c, err := s.Build(ctx, kind, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	if p, ok := c.(Provisioner); ok {
+		if err := p.Provision(ctx); err != nil {
+			if cl, ok := c.(io.Closer); ok {
+				cl.Close()
+			}
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Build builds the component kind/name from opts without provisioning it:
+// its options are checked, but nothing is opened, started or contacted.
+// `hayloft validate` uses it.
+func (s *Set) Build(ctx context.Context, kind Kind, name string, opts Options) (any, error) {
 	f, ok := s.factories[kind][name]
 	if !ok {
 		return nil, fmt.Errorf("%s %q: %w", kind, name, ErrUnsupported)
@@ -114,14 +133,6 @@ func (s *Set) New(ctx context.Context, kind Kind, name string, opts Options) (an
 	}
 	if err != nil {
 		return nil, err
-	}
-	if p, ok := c.(Provisioner); ok {
-		if err := p.Provision(ctx); err != nil {
-			if cl, ok := c.(io.Closer); ok {
-				cl.Close()
-			}
-			return nil, err
-		}
 	}
 	return c, nil
 }

@@ -366,3 +366,34 @@ func TestServerDownFailsClearly(t *testing.T) {
 		t.Fatalf("the error does not name the model:\n%s", r.stderr)
 	}
 }
+
+// validate checks every component's options without starting or contacting
+// anything; --deep provisions them too.
+func TestValidateContactsNothingUnlessDeep(t *testing.T) {
+	srv, err := openaitest.Start(openaitest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+model "openai" "m" { base_url = %q }
+task "jsonl" "t" { path = %q }
+eval "e" {
+  task   = task.jsonl.t
+  models = [model.openai.m]
+}`, srv.BaseURL(), writeJSONL(t, dir, 2)))
+	if r := hayloft(t, dir, "validate", cfg); r.code != 0 || !strings.Contains(r.stdout, "ok") {
+		t.Fatalf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := srv.Requests("/v1/models"); n != 0 {
+		t.Fatalf("validate contacted the model server %d times", n)
+	}
+	// Without a model name, provisioning asks the server which it serves.
+	if r := hayloft(t, dir, "validate", cfg, "--deep"); r.code != 0 {
+		t.Fatalf("validate --deep: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := srv.Requests("/v1/models"); n == 0 {
+		t.Fatal("validate --deep did not provision the model")
+	}
+}

@@ -28,6 +28,8 @@ import (
 type commonFlags struct {
 	store, logLevel, pluginDir string
 	inProcess                  bool
+	// checkOnly: configure components without provisioning them.
+	checkOnly bool
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -105,7 +107,7 @@ func (e *cliEnv) openSession(path string, cf *commonFlags) (*session, error) {
 		Level:  hclog.LevelFromString(cfg.Settings.LogLevel),
 		Output: e.stderr,
 	})
-	host, err := newHost(cfg.Settings.PluginDir, log, cf.inProcess)
+	host, err := newHost(cfg.Settings.PluginDir, log, cf.inProcess, cf.checkOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -125,12 +127,9 @@ func (e *cliEnv) openSession(path string, cf *commonFlags) (*session, error) {
 	return &session{cfg: cfg, log: log, host: host}, nil
 }
 
-func newHost(pluginDir string, log hclog.Logger, inProcess bool) (*pluginhost.Host, error) {
-	opts := pluginhost.Options{Logger: log, PluginDir: pluginDir, Builtin: builtin.Set(version)}
-	if inProcess {
-		opts.InProcess = true
-	}
-	return pluginhost.New(opts)
+func newHost(pluginDir string, log hclog.Logger, inProcess, checkOnly bool) (*pluginhost.Host, error) {
+	return pluginhost.New(pluginhost.Options{Logger: log, PluginDir: pluginDir, Builtin: builtin.Set(version),
+		InProcess: inProcess, CheckOnly: checkOnly})
 }
 
 func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
@@ -286,6 +285,7 @@ func (e *cliEnv) cmdValidate(ctx context.Context, args []string) error {
 	fs.SetOutput(e.stderr)
 	var cf commonFlags
 	cf.register(fs)
+	deep := fs.Bool("deep", false, "also provision every component and run its own checks: starts local servers, contacts model servers")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -293,6 +293,7 @@ func (e *cliEnv) cmdValidate(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return &exitError{code: 2, err: errors.New("usage: hayloft validate CONFIG")}
 	}
+	cf.checkOnly = !*deep
 	s, err := e.openSession(pos[0], &cf)
 	if err != nil {
 		return err
@@ -305,7 +306,7 @@ func (e *cliEnv) cmdValidate(ctx context.Context, args []string) error {
 		if c.Kind == sdk.KindScorer && c.Type == runner.JudgeScorer {
 			continue // the kernel's own; checked when the run starts
 		}
-		if err := validateComponent(ctx, s.host, c); err != nil {
+		if err := validateComponent(ctx, s.host, c, cf.checkOnly); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -316,13 +317,13 @@ func (e *cliEnv) cmdValidate(ctx context.Context, args []string) error {
 	return nil
 }
 
-func validateComponent(ctx context.Context, host *pluginhost.Host, c *config.Component) error {
+func validateComponent(ctx context.Context, host *pluginhost.Host, c *config.Component, checkOnly bool) error {
 	v, err := host.Open(ctx, c.Kind, c.Type, c.Plugin, c.Options)
 	if err != nil {
 		return c.Diag(err)
 	}
 	defer closeIfCloser(v)
-	if val, ok := v.(sdk.Validator); ok {
+	if val, ok := v.(sdk.Validator); ok && !checkOnly {
 		if err := val.Validate(ctx); err != nil && !errors.Is(err, sdk.ErrUnsupported) {
 			return c.Diag(err)
 		}

@@ -43,7 +43,7 @@ func (e *cliEnv) cmdPlugins(ctx context.Context, args []string) error {
 		if dir == "" {
 			dir = os.Getenv("HAYLOFT_PLUGIN_DIR")
 		}
-		host, err := newHost(dir, log, cf.inProcess)
+		host, err := newHost(dir, log, cf.inProcess, false)
 		if err != nil {
 			return err
 		}
@@ -114,7 +114,7 @@ func (e *cliEnv) cmdScore(ctx context.Context, args []string) error {
 		return &exitError{code: 2, err: err}
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "hayloft", Level: hclog.Warn, Output: e.stderr})
-	host, err := newHost(os.Getenv("HAYLOFT_PLUGIN_DIR"), log, *inProcess)
+	host, err := newHost(os.Getenv("HAYLOFT_PLUGIN_DIR"), log, *inProcess, false)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,11 @@ func (h *Host) Open(ctx context.Context, kind sdk.Kind, name, pluginName string,
 		return nil, err
 	}
 	if src.Builtin && h.opts.InProcess {
-		c.inproc, err = h.opts.Builtin.New(ctx, kind, name, opts)
+		build := h.opts.Builtin.New
+		if h.opts.CheckOnly {
+			build = h.opts.Builtin.Build
+		}
+		c.inproc, err = build(ctx, kind, name, opts)
 		if err != nil {
 			h.forget(c)
 			return nil, fmt.Errorf("%s: configure %s %q: %w", src, kind, name, err)

@@ -47,6 +47,10 @@ type Options struct {
 	// Builtin.New, with no isolation and no restart. For tests and
 	// debugging only; it needs Builtin.
 	InProcess bool
+	// CheckOnly configures components without provisioning them: options
+	// are checked, and no server is started or contacted. For `hayloft
+	// validate`.
+	CheckOnly bool
 	// PluginDir is scanned for plugin executables. Default:
 	// $HAYLOFT_PLUGIN_DIR; empty means none.
 	PluginDir string

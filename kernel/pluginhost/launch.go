@@ -86,7 +86,11 @@ func (h *Host) launch(ctx context.Context, src *Source, kind sdk.Kind, name stri
 	if !ok {
 		return fail(fmt.Errorf("%s: start %s %q: dispensed %T, not a gRPC connection", src, kind, name, raw))
 	}
-	remote, err := plugin.Configure(ctx, conn, kind, name, opts)
+	configure := plugin.Configure
+	if h.opts.CheckOnly {
+		configure = plugin.ConfigureCheck
+	}
+	remote, err := configure(ctx, conn, kind, name, opts)
 	if err != nil {
 		return fail(fmt.Errorf("%s: configure %s %q: %w", src, kind, name, err))
 	}

@@ -46,13 +46,19 @@ type Component interface {
 // Configure builds kind/name with opts in the plugin at the other end of
 // conn and returns its client. Option errors come back as *sdk.ConfigError.
 func Configure(ctx context.Context, conn grpc.ClientConnInterface, kind sdk.Kind, name string, opts sdk.Options) (Component, error) {
+	return configure(ctx, conn, &pb.ConfigureRequest{Kind: string(kind), Name: name, OptionsJson: opts, Protocol: Protocol})
+}
+
+// ConfigureCheck is Configure without provisioning (sdk.Set.Build): the
+// component's options are checked, and nothing is started or contacted.
+func ConfigureCheck(ctx context.Context, conn grpc.ClientConnInterface, kind sdk.Kind, name string, opts sdk.Options) (Component, error) {
+	return configure(ctx, conn, &pb.ConfigureRequest{Kind: string(kind), Name: name, OptionsJson: opts, Protocol: Protocol, CheckOnly: true})
+}
+
+func configure(ctx context.Context, conn grpc.ClientConnInterface, req *pb.ConfigureRequest) (Component, error) {
+	kind, name := sdk.Kind(req.GetKind()), req.GetName()
 	r := remote{lc: pb.NewLifecycleClient(conn)}
-	resp, err := r.lc.Configure(ctx, &pb.ConfigureRequest{
-		Kind:        string(kind),
-		Name:        name,
-		OptionsJson: opts,
-		Protocol:    Protocol,
-	})
+	resp, err := r.lc.Configure(ctx, req)
 	if err != nil {
 		return nil, fromStatus(ctx, err)
 	}

@@ -116,7 +116,11 @@ func (l lifecycleServer) Configure(ctx context.Context, req *pb.ConfigureRequest
 	if s.comp != nil {
 		return nil, plainStatus(codes.FailedPrecondition, "plugin component already configured as %s", s.ckind)
 	}
-	c, err := s.set.New(ctx, kind, name, sdk.Options(req.GetOptionsJson()))
+	build := s.set.New
+	if req.GetCheckOnly() {
+		build = s.set.Build
+	}
+	c, err := build(ctx, kind, name, sdk.Options(req.GetOptionsJson()))
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -434,7 +434,10 @@ type ConfigureRequest struct {
 	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	OptionsJson []byte                 `protobuf:"bytes,3,opt,name=options_json,json=optionsJson,proto3" json:"options_json,omitempty"`
 	// The host's protocol, e.g. "hayloft.plugin.v1".
-	Protocol      string `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Protocol string `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// Build the component without provisioning it (sdk.Set.Build): check
+	// the options, start and contact nothing. For `hayloft validate`.
+	CheckOnly     bool `protobuf:"varint,5,opt,name=check_only,json=checkOnly,proto3" json:"check_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -495,6 +498,13 @@ func (x *ConfigureRequest) GetProtocol() string {
 		return x.Protocol
 	}
 	return ""
+}
+
+func (x *ConfigureRequest) GetCheckOnly() bool {
+	if x != nil {
+		return x.CheckOnly
+	}
+	return false
 }
 
 type ConfigureResponse struct {
@@ -1718,12 +1728,14 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\rKIND_CANCELED\x10\x05\x12\x11\n" +
 	"\rKIND_DEADLINE\x10\x06\x12\x0e\n" +
 	"\n" +
-	"KIND_PANIC\x10\a\"y\n" +
+	"KIND_PANIC\x10\a\"\x98\x01\n" +
 	"\x10ConfigureRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12!\n" +
 	"\foptions_json\x18\x03 \x01(\fR\voptionsJson\x12\x1a\n" +
-	"\bprotocol\x18\x04 \x01(\tR\bprotocol\"\x9b\x01\n" +
+	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x12\x1d\n" +
+	"\n" +
+	"check_only\x18\x05 \x01(\bR\tcheckOnly\"\x9b\x01\n" +
 	"\x11ConfigureResponse\x12\x1f\n" +
 	"\vplugin_name\x18\x01 \x01(\tR\n" +
 	"pluginName\x12%\n" +
