@@ -53,8 +53,9 @@ type GenerateRequest struct {
 	// Messages is the rendered chat, the exact text sent.
 	Messages []Message        `json:"messages"`
 	Params   GenerationParams `json:"params"`
-	// Sample is the sample after retrieval and truncation, for models that
-	// answer from its structure (baselines): Choices, Context, Question.
+	// Sample is the sample after retrieval and truncation. Its Context is
+	// set only for models that implement SampleReader (baselines answering
+	// from its structure); for others it is empty, the messages carry it.
 	Sample *Sample `json:"sample,omitempty"`
 }
 
@@ -149,6 +150,15 @@ type RetrieveResponse struct {
 	Context string         `json:"context"`
 	Chunks  []Chunk        `json:"chunks,omitempty"`
 	Details map[string]any `json:"details,omitempty"`
+}
+
+// SampleReader is an optional Model interface for models that answer from
+// GenerateRequest.Sample (its Context, Question, Choices) rather than from
+// the rendered messages alone, as the baselines do. Other models receive the
+// sample without its context, which the messages already carry: a long
+// document then crosses the plugin boundary once, not twice.
+type SampleReader interface {
+	ReadsSample() bool
 }
 
 // Tokenizer is an optional Model interface: a model that can count its own

@@ -90,8 +90,11 @@ type modelHandle struct {
 	jobs  chan struct{}
 	limit *limiter.Limiter
 	comp  *config.Component
-	enc   *tokenizer.Encoding // measures prompts, unless own does
-	own   *modelTokens        // set instead of enc for tokenizer = "model"
+	// readsSample: the model answers from GenerateRequest.Sample's context
+	// (sdk.SampleReader); others get the sample without it.
+	readsSample bool
+	enc         *tokenizer.Encoding // measures prompts, unless own does
+	own         *modelTokens        // set instead of enc for tokenizer = "model"
 }
 
 // newModelHandle prepares a model block for use. Every prompt is measured,
@@ -112,14 +115,16 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*
 			return nil, fmt.Errorf("options: %w", err)
 		}
 	}
-	// The kernel cannot tell which models read GenerateRequest.Sample (the
-	// baselines do), so the sample is always in the key: at worst a rare
-	// extra miss, never another sample's answer.
+	// A model that answers from the sample (a baseline) sees more than the
+	// messages, so the sample belongs in its cache key.
+	reads := readsSample(m)
 	extra = store.WithoutCredentials(extra)
 	if extra == nil {
 		extra = map[string]any{}
 	}
-	extra[store.UsesSample] = true
+	if reads {
+		extra[store.UsesSample] = true
+	}
 	id := store.ModelIdentity{Component: comp.Type, Instance: comp.Name, Params: ms.Params, Extra: extra}
 	id.Endpoint, _ = extra["base_url"].(string)
 	id.Model, _ = extra["model"].(string)
@@ -131,7 +136,7 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*
 	if initial <= 0 || initial > ms.MaxConcurrency {
 		initial = ms.MaxConcurrency
 	}
-	h := &modelHandle{model: m, settings: ms, identity: id, comp: comp, jobs: make(chan struct{}, ms.MaxConcurrency),
+	h := &modelHandle{model: m, settings: ms, identity: id, comp: comp, readsSample: reads, jobs: make(chan struct{}, ms.MaxConcurrency),
 		limit: limiter.New(limiter.Options{Initial: initial, Min: 1, Max: ms.MaxConcurrency})}
 	if ms.LoadProbe != "" {
 		base, _ := extra["base_url"].(string)
@@ -301,4 +306,25 @@ func (h *modelHandle) estimate(f *prompt.Fitter, smp *sdk.Sample) (int, bool) {
 	bare := *smp
 	bare.Context = ""
 	return f.CountMessages(bare.Render()) + smp.Length.Tokens, true
+}
+
+// readsSample reports whether m implements sdk.SampleReader, in process or
+// behind a plugin (which reports it as a capability).
+func readsSample(m sdk.Model) bool {
+	if inf, ok := m.(interface{ Info() plugin.Info }); ok {
+		return inf.Info().Has(plugin.CapSample)
+	}
+	r, ok := m.(sdk.SampleReader)
+	return ok && r.ReadsSample()
+}
+
+// requestSample is the sample as the model receives it: without its
+// context unless the model reads it, since the messages carry it already.
+func (h *modelHandle) requestSample(smp *sdk.Sample) *sdk.Sample {
+	if h.readsSample || smp.Context == "" {
+		return smp
+	}
+	s := *smp
+	s.Context = ""
+	return &s
 }

@@ -504,7 +504,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.res.Truncated++
 		rw.mu.Unlock()
 	}
-	req := &sdk.GenerateRequest{Messages: fitted.messages, Params: rw.model.params(smp), Sample: smp}
+	req := &sdk.GenerateRequest{Messages: fitted.messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(smp)}
 	key, err := store.RequestKey(rw.model.identity, req)
 	if err != nil {
 		rw.cancel(err)

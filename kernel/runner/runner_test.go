@@ -472,3 +472,46 @@ eval "e" {
 		t.Fatal("a request was sent although nothing fits the window")
 	}
 }
+
+// sampleSpy records whether the sample it was sent kept its context.
+type sampleSpy struct {
+	reads    bool
+	contexts atomic.Int64
+}
+
+func (s *sampleSpy) ReadsSample() bool { return s.reads }
+
+func (s *sampleSpy) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	if req.Sample.Context != "" {
+		s.contexts.Add(1)
+	}
+	return &sdk.GenerateResponse{Text: "a" + req.Sample.ID}, nil
+}
+
+// The long context crosses the plugin boundary once, in the messages,
+// unless the model answers from the sample itself.
+func TestContextSentOnceUnlessTheModelReadsTheSample(t *testing.T) {
+	for _, reads := range []bool{false, true} {
+		spy := &sampleSpy{reads: reads}
+		f := newFixture(t, 5, nil)
+		f.set.RegisterModel("spy", func(context.Context, sdk.Options) (sdk.Model, error) { return spy, nil })
+		res, err := f.run(t, context.Background(), `
+task "counting" "t" {}
+model "spy" "s" {}
+eval "e" {
+  task    = task.counting.t
+  models  = [model.spy.s]
+  scorers = ["match"]
+}`)
+		if err != nil || res.Evals[0].Samples != 5 {
+			t.Fatalf("run: %v %+v", err, res)
+		}
+		want := int64(0)
+		if reads {
+			want = 5
+		}
+		if got := spy.contexts.Load(); got != want {
+			t.Errorf("reads=%v: %d requests carried the sample's context, want %d", reads, got, want)
+		}
+	}
+}

@@ -26,6 +26,7 @@ const (
 	CapTokenizer  = "tokenizer"
 	CapValidator  = "validator"
 	CapCloser     = "closer"
+	CapSample     = "sample" // sdk.SampleReader
 )
 
 // PluginKey is the name under which the component is dispensed over

@@ -151,6 +151,9 @@ func Capabilities(c any) []string {
 	if _, ok := c.(io.Closer); ok {
 		caps = append(caps, CapCloser)
 	}
+	if r, ok := c.(sdk.SampleReader); ok && r.ReadsSample() {
+		caps = append(caps, CapSample)
+	}
 	return caps
 }
 

@@ -52,6 +52,10 @@ func New(ctx context.Context, opts sdk.Options) (sdk.Model, error) {
 }
 
 // Generate answers from req.Sample.
+// ReadsSample: the baselines answer from the sample's structure (its
+// context, question and choices), not from the rendered messages.
+func (m *Model) ReadsSample() bool { return true }
+
 func (m *Model) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
 	if req.Sample == nil {
 		return nil, &sdk.RequestError{Code: sdk.CodeBadRequest, Msg: "baseline: the request carries no sample to answer from"}
