@@ -49,9 +49,9 @@ func TestRenderSlotsOnlyInTemplate(t *testing.T) {
 	if len(got) != 1 || got[0].Content != "a {{question}} b\n\nQ" {
 		t.Fatalf("Render = %+v", got)
 	}
-	s.Messages = []Message{{Role: "system", Content: "S"}, {Role: "user", Content: ContextSlot}, {Role: "user", Content: QuestionSlot + "?"}}
+	s.Messages = []Message{{Role: "system", Content: "S {{x}} {{"}, {Role: "user", Content: ContextSlot}, {Role: "user", Content: "{" + QuestionSlot + "}?" + QuestionSlot}}
 	got = s.Render()
-	if got[1].Content != s.Context || got[2].Content != "Q?" || got[0].Content != "S" {
+	if got[1].Content != s.Context || got[2].Content != "{Q}?Q" || got[0].Content != "S {{x}} {{" {
 		t.Fatalf("Render = %+v", got)
 	}
 }

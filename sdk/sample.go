@@ -70,11 +70,40 @@ func (s *Sample) Render() []Message {
 		tmpl = DefaultMessages()
 	}
 	out := make([]Message, len(tmpl))
-	r := strings.NewReplacer(ContextSlot, s.Context, QuestionSlot, s.Question)
 	for i, m := range tmpl {
-		out[i] = Message{Role: m.Role, Content: r.Replace(m.Content)}
+		out[i] = Message{Role: m.Role, Content: fill(m.Content, s.Context, s.Question)}
 	}
 	return out
+}
+
+// fill substitutes the slots in one pass over the template: what is
+// substituted is never scanned again. (strings.NewReplacer does the same but
+// costs more to build than a whole render of a short prompt.)
+func fill(tmpl, context, question string) string {
+	if !strings.Contains(tmpl, "{{") {
+		return tmpl
+	}
+	var b strings.Builder
+	b.Grow(len(tmpl) + len(context) + len(question))
+	for {
+		i := strings.Index(tmpl, "{{")
+		if i < 0 {
+			b.WriteString(tmpl)
+			return b.String()
+		}
+		b.WriteString(tmpl[:i])
+		switch rest := tmpl[i:]; {
+		case strings.HasPrefix(rest, ContextSlot):
+			b.WriteString(context)
+			tmpl = rest[len(ContextSlot):]
+		case strings.HasPrefix(rest, QuestionSlot):
+			b.WriteString(question)
+			tmpl = rest[len(QuestionSlot):]
+		default:
+			b.WriteByte('{')
+			tmpl = rest[1:]
+		}
+	}
 }
 
 // Clone returns a copy whose slices and metadata map may be changed freely.
