@@ -7,10 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,7 +121,7 @@ func TestOpenRejectsNewerSchema(t *testing.T) {
 }
 
 func TestOpenRejectsNonDatabase(t *testing.T) {
-	opticks, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	opticks, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		t.Skipf("no text to play the corrupt file: %v", err)
 	}

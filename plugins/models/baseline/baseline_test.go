@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -155,7 +154,7 @@ func TestRandomDeterministic(t *testing.T) {
 }
 
 func opticks(t testing.TB) string {
-	b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	b, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		t.Skipf("Go's Opticks test text: %v", err)
 	}

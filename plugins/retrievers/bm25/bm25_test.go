@@ -5,8 +5,6 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -103,7 +101,7 @@ func TestScoresMatchFormula(t *testing.T) {
 
 func opticks(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	b, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		t.Skipf("Go's Opticks test text: %v", err)
 	}

@@ -2,9 +2,8 @@ package chunk
 
 import (
 	"errors"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -15,7 +14,7 @@ import (
 
 func opticks(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	b, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		t.Skipf("Go's Opticks test text: %v", err)
 	}

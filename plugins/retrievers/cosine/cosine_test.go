@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +26,7 @@ const (
 
 func opticks(t testing.TB) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	b, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		t.Skipf("Go's Opticks test text: %v", err)
 	}

@@ -2,8 +2,7 @@ package cosine
 
 import (
 	"context"
-	"path/filepath"
-	"runtime"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"strings"
 	"testing"
 
@@ -19,7 +18,7 @@ func TestNIAHSamples(t *testing.T) {
 	ctx := context.Background()
 	opticks(t) // skips without the text
 	task, err := niah.New(ctx, sdk.MustOptions(map[string]any{
-		"haystack": filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"),
+		"haystack": sdktest.OpticksPath(),
 		"lengths":  []int{2000, 16000, 48000},
 		"depths":   []float64{0, 33, 66, 100},
 	}))

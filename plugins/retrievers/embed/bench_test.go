@@ -2,9 +2,8 @@ package embed
 
 import (
 	"context"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/hayloft/hayloft/plugins/retrievers/chunk"
@@ -13,7 +12,7 @@ import (
 // BenchmarkHashing embeds Opticks in chunks of 500 cl100k tokens with the
 // default hashing embedder.
 func BenchmarkHashing(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	raw, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		b.Skip(err)
 	}

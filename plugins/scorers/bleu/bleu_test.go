@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -283,7 +283,7 @@ func FuzzChar(f *testing.F) {
 }
 
 func opticksPairs(b *testing.B, n int) (refs, preds []string) {
-	path := filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")
+	path := sdktest.OpticksPath()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Skipf("Opticks text not available: %v", err)

@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -27,7 +26,7 @@ func TestAgainstNLTK(t *testing.T) {
 	if !ok {
 		t.Skip("no python3 with nltk.translate.bleu_score installed")
 	}
-	data, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	data, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		t.Skip(err)
 	}

@@ -3,11 +3,11 @@ package bleu
 import (
 	"encoding/json"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -26,7 +26,7 @@ func TestTokenizersAgainstPythonRegex(t *testing.T) {
 		t.Skip("no python3 with regex installed")
 	}
 	var inputs []string
-	if b, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")); err == nil {
+	if b, err := os.ReadFile(sdktest.OpticksPath()); err == nil {
 		lines := strings.Split(string(b), "\n")
 		inputs = append(inputs, lines[:min(len(lines), 3000)]...)
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -308,7 +307,7 @@ func TestModeAndLanguageFromSample(t *testing.T) {
 }
 
 func opticks(t testing.TB) string {
-	p := filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")
+	p := sdktest.OpticksPath()
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("Go's public-domain test text is absent: %v", err)
 	}

@@ -1,11 +1,10 @@
 package rougel
 
 import (
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +21,7 @@ func TestPorterAgainstNLTK(t *testing.T) {
 	if !ok {
 		t.Skip("no python3 with nltk.stem.porter installed")
 	}
-	data, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	data, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		t.Skip(err)
 	}

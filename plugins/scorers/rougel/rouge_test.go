@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -280,7 +280,7 @@ func FuzzRouge155Tokenizer(f *testing.F) {
 // window of the text, the prediction an overlapping window with every
 // seventh word dropped.
 func opticksPairs(b *testing.B, n int) (refs, preds []string) {
-	path := filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")
+	path := sdktest.OpticksPath()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Skipf("Opticks text not available: %v", err)

@@ -3,10 +3,9 @@ package wasm
 import (
 	"context"
 	"fmt"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -120,7 +119,7 @@ func TestKeywordCoverageAggregate(t *testing.T) {
 // A long English document from Go's own test data: the context is not sent
 // by default, and a reference drawn from the text is fully covered by it.
 func TestKeywordCoverageLongDocument(t *testing.T) {
-	text, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
+	text, err := os.ReadFile(sdktest.OpticksPath())
 	if err != nil {
 		t.Skip(err)
 	}

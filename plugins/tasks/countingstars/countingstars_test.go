@@ -8,7 +8,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +36,7 @@ func stonePath(t testing.TB) string {
 
 func opticksPath(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")
+	p := sdktest.OpticksPath()
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("Go's public-domain test text is absent: %v", err)
 	}
