@@ -53,7 +53,7 @@ model "baseline" "extractive" {}
 model "openai" "local" {
   base_url        = env_or("BASE_URL", "http://127.0.0.1:8000/v1")
   model           = env_or("MODEL", "meta-llama/Llama-3.1-8B-Instruct")
-  api_key_env     = "OPENAI_API_KEY" # the name of the variable; never the key itself
+  # api_key_env     = "OPENAI_API_KEY" # hosted APIs only: the name of the variable holding the key
   context_window  = 131072
   max_tokens      = 512
   temperature     = 0

@@ -9,7 +9,8 @@
 model "openai" "local" {
   base_url        = env_or("BASE_URL", "http://127.0.0.1:8000/v1")
   model           = env_or("MODEL", "meta-llama/Llama-3.1-8B-Instruct")
-  api_key_env     = "OPENAI_API_KEY" # the name of the variable; never the key itself
+  # A hosted API needs a key: name the variable that holds it, never the key.
+  # api_key_env   = "OPENAI_API_KEY"
   context_window  = 32768
   max_tokens      = 64
   temperature     = 0

@@ -256,7 +256,7 @@ func printSummary(w interface{ Write([]byte) (int, error) }, res *runner.Result)
 		for _, name := range scorers {
 			// Benchmarks that classify failures (Counting-Stars' bad cases)
 			// report the counts with the metric.
-			if m := ev.Metrics[name]; m != nil {
+			if m := ev.Metrics[name]; m != nil && m.N > 0 {
 				if bc, ok := m.Details["bad_cases"].(map[string]any); ok && len(bc) > 0 {
 					keys := make([]string, 0, len(bc))
 					for k := range bc {
