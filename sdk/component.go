@@ -25,6 +25,13 @@ type Task interface {
 	Samples(ctx context.Context, req *SamplesRequest) iter.Seq2[*Sample, error]
 }
 
+// SampleCounter is an optional Task interface: how many samples Samples
+// would yield for req, known without producing them (a grid's size, a
+// file's lines). The kernel uses it only to show progress with a total.
+type SampleCounter interface {
+	CountSamples(ctx context.Context, req *SamplesRequest) (int, error)
+}
+
 // SamplesRequest asks a task for its samples.
 type SamplesRequest struct {
 	// Limit caps the number of samples; 0 means all.
@@ -189,4 +196,12 @@ type Provisioner interface {
 // without side effects. `hayloft validate` calls it.
 type Validator interface {
 	Validate(ctx context.Context) error
+}
+
+// Limited is n capped by a request's limit: what a counting task returns.
+func (r *SamplesRequest) Limited(n int) int {
+	if r != nil && r.Limit > 0 && r.Limit < n {
+		return r.Limit
+	}
+	return n
 }

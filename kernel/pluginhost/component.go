@@ -269,6 +269,20 @@ func (t *Task) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*
 	}
 }
 
+// CountSamples is the task's sample count, or an error wrapping
+// sdk.ErrUnsupported when it cannot tell.
+func (t *Task) CountSamples(ctx context.Context, req *sdk.SamplesRequest) (n int, err error) {
+	err = t.c.do(ctx, func(x any) (err error) {
+		sc, ok := x.(sdk.SampleCounter)
+		if !ok {
+			return t.c.unsupported("sample count")
+		}
+		n, err = sc.CountSamples(ctx, req)
+		return err
+	})
+	return n, err
+}
+
 func (t *Task) Validate(ctx context.Context) error { return t.c.validate(ctx) }
 func (t *Task) Info() plugin.Info                  { return t.c.info() }
 func (t *Task) Close() error                       { return t.c.close() }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,18 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func opticks(t testing.TB) string {
-	t.Helper()
-	goroot, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		t.Fatalf("go env GOROOT: %v", err)
-	}
-	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "src", "testdata", "Isaac.Newton-Opticks.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+func opticks(t testing.TB) string { return sdktest.Opticks(t) }
 
 // chinese returns the first n bytes (whole runes) of a Chinese novel, or
 // skips when the shared data is absent.

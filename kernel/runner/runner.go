@@ -327,6 +327,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 	if r.opts.Limit > 0 {
 		limit = r.opts.Limit
 	}
+	bar.expect(expected(ctx, task, limit, rows))
 	for _, phase := range phases(rows) {
 		if ctx.Err() != nil {
 			break
@@ -376,6 +377,26 @@ func addDeltas(rows []*EvalResult) {
 			}
 		}
 	}
+}
+
+// expected is how many samples an eval will process, when its task can say:
+// its sample count times the rows that will run.
+func expected(ctx context.Context, task sdk.Task, limit int, rows []*row) (int, bool) {
+	sc, ok := task.(sdk.SampleCounter)
+	if !ok {
+		return 0, false
+	}
+	n, err := sc.CountSamples(ctx, &sdk.SamplesRequest{Limit: limit})
+	if err != nil {
+		return 0, false
+	}
+	live := 0
+	for _, rw := range rows {
+		if rw.res.Error == "" {
+			live++
+		}
+	}
+	return n * live, true
 }
 
 // phases splits an eval's rows into groups that run one after another. Rows

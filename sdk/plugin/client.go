@@ -185,6 +185,20 @@ func (m *ModelClient) Tokenize(ctx context.Context, req *sdk.TokenizeRequest) (*
 	return tokenizeResponseFromProto(resp), nil
 }
 
+// CountSamples asks the remote task how many samples it would yield;
+// sdk.ErrUnsupported when it cannot tell.
+func (t *TaskClient) CountSamples(ctx context.Context, req *sdk.SamplesRequest) (int, error) {
+	var limit int64
+	if req != nil {
+		limit = int64(req.Limit)
+	}
+	resp, err := t.c.CountSamples(ctx, &pb.SamplesRequest{Limit: limit})
+	if err != nil {
+		return 0, fromStatus(ctx, err)
+	}
+	return int(resp.GetCount()), nil
+}
+
 // ScorerClient is a remote sdk.Scorer and sdk.Aggregator.
 type ScorerClient struct {
 	remote

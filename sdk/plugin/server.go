@@ -214,6 +214,22 @@ func (t taskServer) Samples(req *pb.SamplesRequest, stream grpc.ServerStreamingS
 	return ctx.Err()
 }
 
+func (t taskServer) CountSamples(ctx context.Context, req *pb.SamplesRequest) (*pb.CountSamplesResponse, error) {
+	c, err := t.s.component(sdk.KindTask)
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := c.(sdk.SampleCounter)
+	if !ok {
+		return nil, toStatus(fmt.Errorf("task cannot count its samples: %w", sdk.ErrUnsupported))
+	}
+	n, err := sc.CountSamples(ctx, &sdk.SamplesRequest{Limit: int(req.GetLimit())})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CountSamplesResponse{Count: int64(n)}, nil
+}
+
 type modelServer struct {
 	pb.UnimplementedModelServer
 	s *Server

@@ -54,6 +54,21 @@ func checkTask(ctx context.Context, task sdk.Task, fail errorf) {
 		}
 	}
 
+	// A count, where the task gives one, is what it yields.
+	if sc, ok := task.(sdk.SampleCounter); ok {
+		n, err := sc.CountSamples(ctx, &sdk.SamplesRequest{})
+		switch {
+		case errors.Is(err, sdk.ErrUnsupported):
+		case err != nil:
+			fail("CountSamples: %v", err)
+		case n != len(ids):
+			fail("CountSamples says %d, Samples yielded %d", n, len(ids))
+		}
+		if n, err := sc.CountSamples(ctx, &sdk.SamplesRequest{Limit: 1}); err == nil && n != 1 {
+			fail("CountSamples with Limit 1 says %d", n)
+		}
+	}
+
 	// Limit.
 	if got, ok := readIDs(ctx, task, 1, fail); ok {
 		switch {

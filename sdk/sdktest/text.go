@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
 
 var goroot = sync.OnceValue(func() string {
@@ -29,4 +30,25 @@ func OpticksPath() string {
 		return ""
 	}
 	return filepath.Join(r, "src", "testdata", "Isaac.Newton-Opticks.txt")
+}
+
+// OpticksFile is OpticksPath for a test: it skips the test when the file is
+// absent (a Go installation without its source tree).
+func OpticksFile(t testing.TB) string {
+	t.Helper()
+	p := OpticksPath()
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("Go's public-domain test text is absent: %v", err)
+	}
+	return p
+}
+
+// Opticks is the text of OpticksFile.
+func Opticks(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(OpticksFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -153,13 +153,7 @@ func TestRandomDeterministic(t *testing.T) {
 	}
 }
 
-func opticks(t testing.TB) string {
-	b, err := os.ReadFile(sdktest.OpticksPath())
-	if err != nil {
-		t.Skipf("Go's Opticks test text: %v", err)
-	}
-	return string(b)
-}
+func opticks(t testing.TB) string { return sdktest.Opticks(t) }
 
 // The quickstart promise: the baseline finds the needle in a long haystack
 // at any depth, in English and Chinese.

@@ -306,13 +306,7 @@ func TestModeAndLanguageFromSample(t *testing.T) {
 	}
 }
 
-func opticks(t testing.TB) string {
-	p := sdktest.OpticksPath()
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("Go's public-domain test text is absent: %v", err)
-	}
-	return p
-}
+func opticks(t testing.TB) string { return sdktest.OpticksFile(t) }
 
 // TestWithTask scores answers to real task samples, in process and after a
 // JSON round trip of the sample (what a plugin boundary does), and

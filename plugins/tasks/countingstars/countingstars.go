@@ -397,3 +397,8 @@ func (t *Task) sample(h *haystack, k int) (*sdk.Sample, error) {
 		Metadata: meta,
 	}, nil
 }
+
+// CountSamples is one sample per size.
+func (t *Task) CountSamples(_ context.Context, req *sdk.SamplesRequest) (int, error) {
+	return req.Limited(len(t.lengths)), nil
+}

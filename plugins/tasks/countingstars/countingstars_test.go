@@ -34,14 +34,7 @@ func stonePath(t testing.TB) string {
 	return sharedPath(t, "data/haystack/zh/The_Story_of_the_Stone.txt")
 }
 
-func opticksPath(t testing.TB) string {
-	t.Helper()
-	p := sdktest.OpticksPath()
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("Go's public-domain test text is absent: %v", err)
-	}
-	return p
-}
+func opticksPath(t testing.TB) string { return sdktest.OpticksFile(t) }
 
 type vector struct {
 	ID       string          `json:"id"`

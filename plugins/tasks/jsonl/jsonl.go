@@ -286,3 +286,33 @@ func jsonKind(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// CountSamples counts the non-blank lines of a local file (a fast scan, not
+// a parse); a URL is not fetched twice just to count it.
+func (t *Task) CountSamples(ctx context.Context, req *sdk.SamplesRequest) (int, error) {
+	if isURL(t.opts.Path) {
+		return 0, fmt.Errorf("jsonl: counting %s would download it twice: %w", t.opts.Path, sdk.ErrUnsupported)
+	}
+	f, err := os.Open(t.opts.Path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	n := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		line, err := readLine(r)
+		if len(bytes.TrimSpace(line)) > 0 {
+			n++
+		}
+		if err == io.EOF {
+			return req.Limited(n), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -142,5 +143,18 @@ func TestTemplate(t *testing.T) {
 	msgs := got[0].Render()
 	if len(msgs) != 2 || msgs[0].Content != "S" || msgs[1].Content != "Read: C\nAnswer: Q" {
 		t.Fatalf("rendered %+v", msgs)
+	}
+}
+
+// Over a real gRPC connection: the conformance suite, which also checks
+// that CountSamples agrees with what Samples yields.
+func TestConformance(t *testing.T) {
+	set := sdk.NewSet("test", "1")
+	set.RegisterTask(Name, New)
+	p := writeFile(t, "{\"question\":\"a\"}\n\n{\"question\":\"b\"}\n{\"question\":\"c\"}\n")
+	task := sdktest.Task(t, set, Name, map[string]any{"path": p})
+	sdktest.CheckTask(t, task)
+	if n, err := task.CountSamples(context.Background(), &sdk.SamplesRequest{}); err != nil || n != 3 {
+		t.Fatalf("CountSamples = %d, %v; want 3", n, err)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,14 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func opticksPath(t testing.TB) string {
-	t.Helper()
-	goroot, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		t.Fatalf("go env GOROOT: %v", err)
-	}
-	return filepath.Join(strings.TrimSpace(string(goroot)), "src", "testdata", "Isaac.Newton-Opticks.txt")
-}
+func opticksPath(t testing.TB) string { return sdktest.OpticksFile(t) }
 
 func mustTask(t testing.TB, opts map[string]any) *Task {
 	t.Helper()
@@ -456,5 +449,19 @@ func TestSampleGolden(t *testing.T) {
 	}
 	if string(want) != string(out) {
 		t.Errorf("sample differs from %s:\n%s", path, out)
+	}
+}
+
+// Over a real gRPC connection: the conformance suite, including that the
+// grid's CountSamples agrees with what Samples yields.
+func TestConformance(t *testing.T) {
+	set := sdk.NewSet("test", "1")
+	set.RegisterTask("niah", New)
+	task := sdktest.Task(t, set, "niah", map[string]any{
+		"haystack": opticksPath(t), "lengths": []int{1000, 2000}, "depths": []float64{0, 50, 100},
+	})
+	sdktest.CheckTask(t, task)
+	if n, err := task.CountSamples(context.Background(), &sdk.SamplesRequest{}); err != nil || n != 6 {
+		t.Fatalf("CountSamples = %d, %v; want 6", n, err)
 	}
 }

@@ -148,3 +148,8 @@ func targets(needles []string) []string {
 	}
 	return out
 }
+
+// CountSamples is the grid's size: lengths × depths.
+func (t *Task) CountSamples(_ context.Context, req *sdk.SamplesRequest) (int, error) {
+	return req.Limited(len(t.lengths) * len(t.depths)), nil
+}

@@ -818,6 +818,50 @@ func (x *SamplesResponse) GetError() *Error {
 	return nil
 }
 
+type CountSamplesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountSamplesResponse) Reset() {
+	*x = CountSamplesResponse{}
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountSamplesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountSamplesResponse) ProtoMessage() {}
+
+func (x *CountSamplesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountSamplesResponse.ProtoReflect.Descriptor instead.
+func (*CountSamplesResponse) Descriptor() ([]byte, []int) {
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CountSamplesResponse) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 type GenerationParams struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Temperature   *float64               `protobuf:"fixed64,1,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
@@ -831,7 +875,7 @@ type GenerationParams struct {
 
 func (x *GenerationParams) Reset() {
 	*x = GenerationParams{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +887,7 @@ func (x *GenerationParams) String() string {
 func (*GenerationParams) ProtoMessage() {}
 
 func (x *GenerationParams) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +900,7 @@ func (x *GenerationParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationParams.ProtoReflect.Descriptor instead.
 func (*GenerationParams) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GenerationParams) GetTemperature() float64 {
@@ -905,7 +949,7 @@ type GenerateRequest struct {
 
 func (x *GenerateRequest) Reset() {
 	*x = GenerateRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +961,7 @@ func (x *GenerateRequest) String() string {
 func (*GenerateRequest) ProtoMessage() {}
 
 func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +974,7 @@ func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRequest.ProtoReflect.Descriptor instead.
 func (*GenerateRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GenerateRequest) GetMessages() []*Message {
@@ -964,7 +1008,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -976,7 +1020,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -989,7 +1033,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Usage) GetPromptTokens() int64 {
@@ -1017,7 +1061,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1073,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1086,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Attempt) GetStatus() int64 {
@@ -1078,7 +1122,7 @@ type GenerateResponse struct {
 
 func (x *GenerateResponse) Reset() {
 	*x = GenerateResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1134,7 @@ func (x *GenerateResponse) String() string {
 func (*GenerateResponse) ProtoMessage() {}
 
 func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1147,7 @@ func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateResponse.ProtoReflect.Descriptor instead.
 func (*GenerateResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GenerateResponse) GetText() string {
@@ -1143,7 +1187,7 @@ type TokenizeRequest struct {
 
 func (x *TokenizeRequest) Reset() {
 	*x = TokenizeRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1199,7 @@ func (x *TokenizeRequest) String() string {
 func (*TokenizeRequest) ProtoMessage() {}
 
 func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1212,7 @@ func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeRequest.ProtoReflect.Descriptor instead.
 func (*TokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TokenizeRequest) GetTexts() []string {
@@ -1187,7 +1231,7 @@ type TokenIDs struct {
 
 func (x *TokenIDs) Reset() {
 	*x = TokenIDs{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1243,7 @@ func (x *TokenIDs) String() string {
 func (*TokenIDs) ProtoMessage() {}
 
 func (x *TokenIDs) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1256,7 @@ func (x *TokenIDs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenIDs.ProtoReflect.Descriptor instead.
 func (*TokenIDs) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TokenIDs) GetIds() []int64 {
@@ -1232,7 +1276,7 @@ type TokenizeResponse struct {
 
 func (x *TokenizeResponse) Reset() {
 	*x = TokenizeResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1288,7 @@ func (x *TokenizeResponse) String() string {
 func (*TokenizeResponse) ProtoMessage() {}
 
 func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1301,7 @@ func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeResponse.ProtoReflect.Descriptor instead.
 func (*TokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TokenizeResponse) GetTokens() []*TokenIDs {
@@ -1284,7 +1328,7 @@ type ScoreRequest struct {
 
 func (x *ScoreRequest) Reset() {
 	*x = ScoreRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1340,7 @@ func (x *ScoreRequest) String() string {
 func (*ScoreRequest) ProtoMessage() {}
 
 func (x *ScoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1353,7 @@ func (x *ScoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreRequest.ProtoReflect.Descriptor instead.
 func (*ScoreRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ScoreRequest) GetSample() *Sample {
@@ -1338,7 +1382,7 @@ type ScoreResponse struct {
 
 func (x *ScoreResponse) Reset() {
 	*x = ScoreResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1394,7 @@ func (x *ScoreResponse) String() string {
 func (*ScoreResponse) ProtoMessage() {}
 
 func (x *ScoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1407,7 @@ func (x *ScoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreResponse.ProtoReflect.Descriptor instead.
 func (*ScoreResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ScoreResponse) GetValue() float64 {
@@ -1403,7 +1447,7 @@ type AggregateRequest struct {
 
 func (x *AggregateRequest) Reset() {
 	*x = AggregateRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1459,7 @@ func (x *AggregateRequest) String() string {
 func (*AggregateRequest) ProtoMessage() {}
 
 func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1472,7 @@ func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateRequest.ProtoReflect.Descriptor instead.
 func (*AggregateRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AggregateRequest) GetScores() []*ScoreResponse {
@@ -1452,7 +1496,7 @@ type AggregateResponse struct {
 
 func (x *AggregateResponse) Reset() {
 	*x = AggregateResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1508,7 @@ func (x *AggregateResponse) String() string {
 func (*AggregateResponse) ProtoMessage() {}
 
 func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1521,7 @@ func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse.ProtoReflect.Descriptor instead.
 func (*AggregateResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AggregateResponse) GetValue() float64 {
@@ -1531,7 +1575,7 @@ type RetrieveRequest struct {
 
 func (x *RetrieveRequest) Reset() {
 	*x = RetrieveRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1587,7 @@ func (x *RetrieveRequest) String() string {
 func (*RetrieveRequest) ProtoMessage() {}
 
 func (x *RetrieveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1600,7 @@ func (x *RetrieveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveRequest.ProtoReflect.Descriptor instead.
 func (*RetrieveRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RetrieveRequest) GetSample() *Sample {
@@ -1577,7 +1621,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1633,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1646,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Chunk) GetId() int64 {
@@ -1637,7 +1681,7 @@ type RetrieveResponse struct {
 
 func (x *RetrieveResponse) Reset() {
 	*x = RetrieveResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1693,7 @@ func (x *RetrieveResponse) String() string {
 func (*RetrieveResponse) ProtoMessage() {}
 
 func (x *RetrieveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1706,7 @@ func (x *RetrieveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveResponse.ProtoReflect.Descriptor instead.
 func (*RetrieveResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RetrieveResponse) GetContext() string {
@@ -1750,7 +1794,9 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05limit\x18\x01 \x01(\x03R\x05limit\"t\n" +
 	"\x0fSamplesResponse\x121\n" +
 	"\x06sample\x18\x01 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\x12.\n" +
-	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\"\xc2\x01\n" +
+	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\",\n" +
+	"\x14CountSamplesResponse\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x03R\x05count\"\xc2\x01\n" +
 	"\x10GenerationParams\x12%\n" +
 	"\vtemperature\x18\x01 \x01(\x01H\x00R\vtemperature\x88\x01\x01\x12\x18\n" +
 	"\x05top_p\x18\x02 \x01(\x01H\x01R\x04topP\x88\x01\x01\x12\x1d\n" +
@@ -1817,9 +1863,10 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\tLifecycle\x12V\n" +
 	"\tConfigure\x12#.hayloft.plugin.v1.ConfigureRequest\x1a$.hayloft.plugin.v1.ConfigureResponse\x12S\n" +
 	"\bValidate\x12\".hayloft.plugin.v1.ValidateRequest\x1a#.hayloft.plugin.v1.ValidateResponse\x12J\n" +
-	"\x05Close\x12\x1f.hayloft.plugin.v1.CloseRequest\x1a .hayloft.plugin.v1.CloseResponse2Z\n" +
+	"\x05Close\x12\x1f.hayloft.plugin.v1.CloseRequest\x1a .hayloft.plugin.v1.CloseResponse2\xb6\x01\n" +
 	"\x04Task\x12R\n" +
-	"\aSamples\x12!.hayloft.plugin.v1.SamplesRequest\x1a\".hayloft.plugin.v1.SamplesResponse0\x012\xb1\x01\n" +
+	"\aSamples\x12!.hayloft.plugin.v1.SamplesRequest\x1a\".hayloft.plugin.v1.SamplesResponse0\x01\x12Z\n" +
+	"\fCountSamples\x12!.hayloft.plugin.v1.SamplesRequest\x1a'.hayloft.plugin.v1.CountSamplesResponse2\xb1\x01\n" +
 	"\x05Model\x12S\n" +
 	"\bGenerate\x12\".hayloft.plugin.v1.GenerateRequest\x1a#.hayloft.plugin.v1.GenerateResponse\x12S\n" +
 	"\bTokenize\x12\".hayloft.plugin.v1.TokenizeRequest\x1a#.hayloft.plugin.v1.TokenizeResponse2\xac\x01\n" +
@@ -1842,74 +1889,77 @@ func file_hayloft_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_hayloft_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hayloft_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_hayloft_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_hayloft_plugin_v1_plugin_proto_goTypes = []any{
-	(Error_Kind)(0),           // 0: hayloft.plugin.v1.Error.Kind
-	(*Message)(nil),           // 1: hayloft.plugin.v1.Message
-	(*Length)(nil),            // 2: hayloft.plugin.v1.Length
-	(*Sample)(nil),            // 3: hayloft.plugin.v1.Sample
-	(*Error)(nil),             // 4: hayloft.plugin.v1.Error
-	(*ConfigureRequest)(nil),  // 5: hayloft.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 6: hayloft.plugin.v1.ConfigureResponse
-	(*ValidateRequest)(nil),   // 7: hayloft.plugin.v1.ValidateRequest
-	(*ValidateResponse)(nil),  // 8: hayloft.plugin.v1.ValidateResponse
-	(*CloseRequest)(nil),      // 9: hayloft.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),     // 10: hayloft.plugin.v1.CloseResponse
-	(*SamplesRequest)(nil),    // 11: hayloft.plugin.v1.SamplesRequest
-	(*SamplesResponse)(nil),   // 12: hayloft.plugin.v1.SamplesResponse
-	(*GenerationParams)(nil),  // 13: hayloft.plugin.v1.GenerationParams
-	(*GenerateRequest)(nil),   // 14: hayloft.plugin.v1.GenerateRequest
-	(*Usage)(nil),             // 15: hayloft.plugin.v1.Usage
-	(*Attempt)(nil),           // 16: hayloft.plugin.v1.Attempt
-	(*GenerateResponse)(nil),  // 17: hayloft.plugin.v1.GenerateResponse
-	(*TokenizeRequest)(nil),   // 18: hayloft.plugin.v1.TokenizeRequest
-	(*TokenIDs)(nil),          // 19: hayloft.plugin.v1.TokenIDs
-	(*TokenizeResponse)(nil),  // 20: hayloft.plugin.v1.TokenizeResponse
-	(*ScoreRequest)(nil),      // 21: hayloft.plugin.v1.ScoreRequest
-	(*ScoreResponse)(nil),     // 22: hayloft.plugin.v1.ScoreResponse
-	(*AggregateRequest)(nil),  // 23: hayloft.plugin.v1.AggregateRequest
-	(*AggregateResponse)(nil), // 24: hayloft.plugin.v1.AggregateResponse
-	(*RetrieveRequest)(nil),   // 25: hayloft.plugin.v1.RetrieveRequest
-	(*Chunk)(nil),             // 26: hayloft.plugin.v1.Chunk
-	(*RetrieveResponse)(nil),  // 27: hayloft.plugin.v1.RetrieveResponse
+	(Error_Kind)(0),              // 0: hayloft.plugin.v1.Error.Kind
+	(*Message)(nil),              // 1: hayloft.plugin.v1.Message
+	(*Length)(nil),               // 2: hayloft.plugin.v1.Length
+	(*Sample)(nil),               // 3: hayloft.plugin.v1.Sample
+	(*Error)(nil),                // 4: hayloft.plugin.v1.Error
+	(*ConfigureRequest)(nil),     // 5: hayloft.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),    // 6: hayloft.plugin.v1.ConfigureResponse
+	(*ValidateRequest)(nil),      // 7: hayloft.plugin.v1.ValidateRequest
+	(*ValidateResponse)(nil),     // 8: hayloft.plugin.v1.ValidateResponse
+	(*CloseRequest)(nil),         // 9: hayloft.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),        // 10: hayloft.plugin.v1.CloseResponse
+	(*SamplesRequest)(nil),       // 11: hayloft.plugin.v1.SamplesRequest
+	(*SamplesResponse)(nil),      // 12: hayloft.plugin.v1.SamplesResponse
+	(*CountSamplesResponse)(nil), // 13: hayloft.plugin.v1.CountSamplesResponse
+	(*GenerationParams)(nil),     // 14: hayloft.plugin.v1.GenerationParams
+	(*GenerateRequest)(nil),      // 15: hayloft.plugin.v1.GenerateRequest
+	(*Usage)(nil),                // 16: hayloft.plugin.v1.Usage
+	(*Attempt)(nil),              // 17: hayloft.plugin.v1.Attempt
+	(*GenerateResponse)(nil),     // 18: hayloft.plugin.v1.GenerateResponse
+	(*TokenizeRequest)(nil),      // 19: hayloft.plugin.v1.TokenizeRequest
+	(*TokenIDs)(nil),             // 20: hayloft.plugin.v1.TokenIDs
+	(*TokenizeResponse)(nil),     // 21: hayloft.plugin.v1.TokenizeResponse
+	(*ScoreRequest)(nil),         // 22: hayloft.plugin.v1.ScoreRequest
+	(*ScoreResponse)(nil),        // 23: hayloft.plugin.v1.ScoreResponse
+	(*AggregateRequest)(nil),     // 24: hayloft.plugin.v1.AggregateRequest
+	(*AggregateResponse)(nil),    // 25: hayloft.plugin.v1.AggregateResponse
+	(*RetrieveRequest)(nil),      // 26: hayloft.plugin.v1.RetrieveRequest
+	(*Chunk)(nil),                // 27: hayloft.plugin.v1.Chunk
+	(*RetrieveResponse)(nil),     // 28: hayloft.plugin.v1.RetrieveResponse
 }
 var file_hayloft_plugin_v1_plugin_proto_depIdxs = []int32{
 	1,  // 0: hayloft.plugin.v1.Sample.messages:type_name -> hayloft.plugin.v1.Message
 	2,  // 1: hayloft.plugin.v1.Sample.length:type_name -> hayloft.plugin.v1.Length
 	0,  // 2: hayloft.plugin.v1.Error.kind:type_name -> hayloft.plugin.v1.Error.Kind
-	16, // 3: hayloft.plugin.v1.Error.attempts:type_name -> hayloft.plugin.v1.Attempt
+	17, // 3: hayloft.plugin.v1.Error.attempts:type_name -> hayloft.plugin.v1.Attempt
 	3,  // 4: hayloft.plugin.v1.SamplesResponse.sample:type_name -> hayloft.plugin.v1.Sample
 	4,  // 5: hayloft.plugin.v1.SamplesResponse.error:type_name -> hayloft.plugin.v1.Error
 	1,  // 6: hayloft.plugin.v1.GenerateRequest.messages:type_name -> hayloft.plugin.v1.Message
-	13, // 7: hayloft.plugin.v1.GenerateRequest.params:type_name -> hayloft.plugin.v1.GenerationParams
+	14, // 7: hayloft.plugin.v1.GenerateRequest.params:type_name -> hayloft.plugin.v1.GenerationParams
 	3,  // 8: hayloft.plugin.v1.GenerateRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	15, // 9: hayloft.plugin.v1.GenerateResponse.usage:type_name -> hayloft.plugin.v1.Usage
-	16, // 10: hayloft.plugin.v1.GenerateResponse.attempts:type_name -> hayloft.plugin.v1.Attempt
-	19, // 11: hayloft.plugin.v1.TokenizeResponse.tokens:type_name -> hayloft.plugin.v1.TokenIDs
+	16, // 9: hayloft.plugin.v1.GenerateResponse.usage:type_name -> hayloft.plugin.v1.Usage
+	17, // 10: hayloft.plugin.v1.GenerateResponse.attempts:type_name -> hayloft.plugin.v1.Attempt
+	20, // 11: hayloft.plugin.v1.TokenizeResponse.tokens:type_name -> hayloft.plugin.v1.TokenIDs
 	3,  // 12: hayloft.plugin.v1.ScoreRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	22, // 13: hayloft.plugin.v1.AggregateRequest.scores:type_name -> hayloft.plugin.v1.ScoreResponse
+	23, // 13: hayloft.plugin.v1.AggregateRequest.scores:type_name -> hayloft.plugin.v1.ScoreResponse
 	3,  // 14: hayloft.plugin.v1.RetrieveRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	26, // 15: hayloft.plugin.v1.RetrieveResponse.chunks:type_name -> hayloft.plugin.v1.Chunk
+	27, // 15: hayloft.plugin.v1.RetrieveResponse.chunks:type_name -> hayloft.plugin.v1.Chunk
 	5,  // 16: hayloft.plugin.v1.Lifecycle.Configure:input_type -> hayloft.plugin.v1.ConfigureRequest
 	7,  // 17: hayloft.plugin.v1.Lifecycle.Validate:input_type -> hayloft.plugin.v1.ValidateRequest
 	9,  // 18: hayloft.plugin.v1.Lifecycle.Close:input_type -> hayloft.plugin.v1.CloseRequest
 	11, // 19: hayloft.plugin.v1.Task.Samples:input_type -> hayloft.plugin.v1.SamplesRequest
-	14, // 20: hayloft.plugin.v1.Model.Generate:input_type -> hayloft.plugin.v1.GenerateRequest
-	18, // 21: hayloft.plugin.v1.Model.Tokenize:input_type -> hayloft.plugin.v1.TokenizeRequest
-	21, // 22: hayloft.plugin.v1.Scorer.Score:input_type -> hayloft.plugin.v1.ScoreRequest
-	23, // 23: hayloft.plugin.v1.Scorer.Aggregate:input_type -> hayloft.plugin.v1.AggregateRequest
-	25, // 24: hayloft.plugin.v1.Retriever.Retrieve:input_type -> hayloft.plugin.v1.RetrieveRequest
-	6,  // 25: hayloft.plugin.v1.Lifecycle.Configure:output_type -> hayloft.plugin.v1.ConfigureResponse
-	8,  // 26: hayloft.plugin.v1.Lifecycle.Validate:output_type -> hayloft.plugin.v1.ValidateResponse
-	10, // 27: hayloft.plugin.v1.Lifecycle.Close:output_type -> hayloft.plugin.v1.CloseResponse
-	12, // 28: hayloft.plugin.v1.Task.Samples:output_type -> hayloft.plugin.v1.SamplesResponse
-	17, // 29: hayloft.plugin.v1.Model.Generate:output_type -> hayloft.plugin.v1.GenerateResponse
-	20, // 30: hayloft.plugin.v1.Model.Tokenize:output_type -> hayloft.plugin.v1.TokenizeResponse
-	22, // 31: hayloft.plugin.v1.Scorer.Score:output_type -> hayloft.plugin.v1.ScoreResponse
-	24, // 32: hayloft.plugin.v1.Scorer.Aggregate:output_type -> hayloft.plugin.v1.AggregateResponse
-	27, // 33: hayloft.plugin.v1.Retriever.Retrieve:output_type -> hayloft.plugin.v1.RetrieveResponse
-	25, // [25:34] is the sub-list for method output_type
-	16, // [16:25] is the sub-list for method input_type
+	11, // 20: hayloft.plugin.v1.Task.CountSamples:input_type -> hayloft.plugin.v1.SamplesRequest
+	15, // 21: hayloft.plugin.v1.Model.Generate:input_type -> hayloft.plugin.v1.GenerateRequest
+	19, // 22: hayloft.plugin.v1.Model.Tokenize:input_type -> hayloft.plugin.v1.TokenizeRequest
+	22, // 23: hayloft.plugin.v1.Scorer.Score:input_type -> hayloft.plugin.v1.ScoreRequest
+	24, // 24: hayloft.plugin.v1.Scorer.Aggregate:input_type -> hayloft.plugin.v1.AggregateRequest
+	26, // 25: hayloft.plugin.v1.Retriever.Retrieve:input_type -> hayloft.plugin.v1.RetrieveRequest
+	6,  // 26: hayloft.plugin.v1.Lifecycle.Configure:output_type -> hayloft.plugin.v1.ConfigureResponse
+	8,  // 27: hayloft.plugin.v1.Lifecycle.Validate:output_type -> hayloft.plugin.v1.ValidateResponse
+	10, // 28: hayloft.plugin.v1.Lifecycle.Close:output_type -> hayloft.plugin.v1.CloseResponse
+	12, // 29: hayloft.plugin.v1.Task.Samples:output_type -> hayloft.plugin.v1.SamplesResponse
+	13, // 30: hayloft.plugin.v1.Task.CountSamples:output_type -> hayloft.plugin.v1.CountSamplesResponse
+	18, // 31: hayloft.plugin.v1.Model.Generate:output_type -> hayloft.plugin.v1.GenerateResponse
+	21, // 32: hayloft.plugin.v1.Model.Tokenize:output_type -> hayloft.plugin.v1.TokenizeResponse
+	23, // 33: hayloft.plugin.v1.Scorer.Score:output_type -> hayloft.plugin.v1.ScoreResponse
+	25, // 34: hayloft.plugin.v1.Scorer.Aggregate:output_type -> hayloft.plugin.v1.AggregateResponse
+	28, // 35: hayloft.plugin.v1.Retriever.Retrieve:output_type -> hayloft.plugin.v1.RetrieveResponse
+	26, // [26:36] is the sub-list for method output_type
+	16, // [16:26] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -1920,14 +1970,14 @@ func file_hayloft_plugin_v1_plugin_proto_init() {
 	if File_hayloft_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_hayloft_plugin_v1_plugin_proto_msgTypes[12].OneofWrappers = []any{}
+	file_hayloft_plugin_v1_plugin_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hayloft_plugin_v1_plugin_proto_rawDesc), len(file_hayloft_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

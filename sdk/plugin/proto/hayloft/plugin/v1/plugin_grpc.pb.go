@@ -209,7 +209,8 @@ var Lifecycle_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Task_Samples_FullMethodName = "/hayloft.plugin.v1.Task/Samples"
+	Task_Samples_FullMethodName      = "/hayloft.plugin.v1.Task/Samples"
+	Task_CountSamples_FullMethodName = "/hayloft.plugin.v1.Task/CountSamples"
 )
 
 // TaskClient is the client API for Task service.
@@ -217,6 +218,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type TaskClient interface {
 	Samples(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SamplesResponse], error)
+	// Optional (sdk.SampleCounter): Unimplemented when the task cannot tell.
+	CountSamples(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (*CountSamplesResponse, error)
 }
 
 type taskClient struct {
@@ -246,11 +249,23 @@ func (c *taskClient) Samples(ctx context.Context, in *SamplesRequest, opts ...gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Task_SamplesClient = grpc.ServerStreamingClient[SamplesResponse]
 
+func (c *taskClient) CountSamples(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (*CountSamplesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountSamplesResponse)
+	err := c.cc.Invoke(ctx, Task_CountSamples_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskServer is the server API for Task service.
 // All implementations must embed UnimplementedTaskServer
 // for forward compatibility.
 type TaskServer interface {
 	Samples(*SamplesRequest, grpc.ServerStreamingServer[SamplesResponse]) error
+	// Optional (sdk.SampleCounter): Unimplemented when the task cannot tell.
+	CountSamples(context.Context, *SamplesRequest) (*CountSamplesResponse, error)
 	mustEmbedUnimplementedTaskServer()
 }
 
@@ -263,6 +278,9 @@ type UnimplementedTaskServer struct{}
 
 func (UnimplementedTaskServer) Samples(*SamplesRequest, grpc.ServerStreamingServer[SamplesResponse]) error {
 	return status.Error(codes.Unimplemented, "method Samples not implemented")
+}
+func (UnimplementedTaskServer) CountSamples(context.Context, *SamplesRequest) (*CountSamplesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountSamples not implemented")
 }
 func (UnimplementedTaskServer) mustEmbedUnimplementedTaskServer() {}
 func (UnimplementedTaskServer) testEmbeddedByValue()              {}
@@ -296,13 +314,36 @@ func _Task_Samples_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Task_SamplesServer = grpc.ServerStreamingServer[SamplesResponse]
 
+func _Task_CountSamples_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SamplesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServer).CountSamples(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Task_CountSamples_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServer).CountSamples(ctx, req.(*SamplesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Task_ServiceDesc is the grpc.ServiceDesc for Task service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Task_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "hayloft.plugin.v1.Task",
 	HandlerType: (*TaskServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CountSamples",
+			Handler:    _Task_CountSamples_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Samples",
