@@ -667,7 +667,7 @@ func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle)
 		for i, s := range list {
 			scores[i] = s.sc
 		}
-		agg, err := stats.Aggregate(context.WithoutCancel(ctx), sh.scorer, scores, 1)
+		agg, err := stats.Aggregate(context.WithoutCancel(ctx), sh.scorer, scores, stats.DefaultSeed)
 		if err != nil {
 			r.log.Error("aggregate", "scorer", sh.ref, "error", err)
 			rw.res.Metrics[sh.ref] = &Metric{N: len(scores), Details: map[string]any{"error": err.Error()}}

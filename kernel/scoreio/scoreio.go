@@ -32,10 +32,6 @@ import (
 	"github.com/hayloft/hayloft/sdk/stats"
 )
 
-// AggregateSeed seeds the bootstrap interval of aggregates computed with
-// stats.AggregateMean, so that two runs over the same file agree.
-const AggregateSeed uint64 = 0
-
 // maxLine bounds one input line; long-context predictions can be large, but
 // a line beyond this is almost certainly not JSONL.
 const maxLine = 256 << 20
@@ -254,7 +250,7 @@ func writeLine(w *bufio.Writer, fields []field, resp *sdk.ScoreResponse) error {
 }
 
 func writeAggregate(ctx context.Context, w *bufio.Writer, sc sdk.Scorer, scores []*sdk.ScoreResponse) error {
-	agg, err := stats.Aggregate(ctx, sc, scores, AggregateSeed)
+	agg, err := stats.Aggregate(ctx, sc, scores, stats.DefaultSeed)
 	if err != nil {
 		return fmt.Errorf("aggregate: %w", err)
 	}

@@ -109,6 +109,11 @@ func AggregateMean(scores []*sdk.ScoreResponse, seed uint64) *sdk.AggregateRespo
 	}
 }
 
+// DefaultSeed seeds the bootstrap interval of every aggregate the kernel
+// computes, so `hayloft run` and `hayloft score --aggregate` agree on the
+// same scores, and two runs agree with each other.
+const DefaultSeed uint64 = 0
+
 // Aggregate is a scorer's eval-level metric: its own corpus-level
 // aggregation when it has one (corpus BLEU), else AggregateMean. A remote
 // scorer always has an Aggregate method and answers sdk.ErrUnsupported when
