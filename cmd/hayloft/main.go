@@ -46,6 +46,13 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal stops the run cleanly; a second one, should the
+		// clean stop take too long, kills at once. Finished work is
+		// journaled either way, and plugins exit when their parent dies.
+		<-ctx.Done()
+		stop()
+	}()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err == nil {
