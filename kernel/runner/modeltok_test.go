@@ -152,3 +152,24 @@ func TestFitUsesTheTasksCountOnlyToReport(t *testing.T) {
 		t.Fatalf("fit = %+v, %v; want a cut to at most 900 tokens", got, err)
 	}
 }
+
+func TestUnknownTokenizerNamesTheConfigLine(t *testing.T) {
+	f := newFixture(t, 2, map[string]*echoModel{"good": {}})
+	res, err := f.run(t, context.Background(), `
+task "counting" "t" {}
+model "good" "g" {
+  context_window = 1000
+  tokenizer      = "cl200k_base"
+}
+eval "e" {
+  task   = task.counting.t
+  models = [model.good.g]
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := res.Evals[0].Error
+	if !strings.Contains(e, "test.hcl:5:") || !strings.Contains(e, "cl100k_base") {
+		t.Fatalf("error = %q", e)
+	}
+}
