@@ -173,3 +173,32 @@ eval "e" {
 		t.Fatalf("error = %q", e)
 	}
 }
+
+// load_probe reads the server's queue while the run goes on.
+func TestLoadProbeReadsTheServer(t *testing.T) {
+	srv, err := openaitest.Start(openaitest.Options{Capacity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	f := newFixture(t, 20, nil)
+	f.set.RegisterModel("openai", openai.New)
+	res, err := f.run(t, context.Background(), fmt.Sprintf(`
+task "counting" "t" {}
+model "openai" "m" {
+  base_url        = %q
+  model           = "fake-model"
+  max_concurrency = 4
+  load_probe      = "vllm"
+}
+eval "e" {
+  task    = task.counting.t
+  models  = [model.openai.m]
+}`, srv.BaseURL()))
+	if err != nil || res.Evals[0].Error != "" || res.Evals[0].Samples != 20 {
+		t.Fatalf("run: %v %+v", err, res.Evals[0])
+	}
+	if srv.Requests("/metrics") == 0 {
+		t.Fatal("the vLLM load probe never read /metrics")
+	}
+}
