@@ -80,10 +80,7 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 		}
 		retrievers[i] = v.(sdk.Retriever)
 	}
-	limit := ev.Limit
-	if r.opts.Limit > 0 {
-		limit = r.opts.Limit
-	}
+	limit := r.limit(ev)
 	for smp, err := range taskAny.(sdk.Task).Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", ev.Task.Ref(), err)

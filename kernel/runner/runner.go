@@ -157,6 +157,18 @@ func (r *Runner) Run(ctx context.Context, cfg *config.Config) (*Result, error) {
 	return res, nil
 }
 
+// limit is the tighter of the eval's own limit and the run's (--limit);
+// 0 means all samples.
+func (r *Runner) limit(ev *config.Eval) int {
+	switch {
+	case ev.Limit == 0:
+		return r.opts.Limit
+	case r.opts.Limit == 0:
+		return ev.Limit
+	}
+	return min(ev.Limit, r.opts.Limit)
+}
+
 func (r *Runner) selected(name string) bool {
 	if len(r.opts.Evals) == 0 {
 		return true
@@ -323,10 +335,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 	}
 
-	limit := ev.Limit
-	if r.opts.Limit > 0 {
-		limit = r.opts.Limit
-	}
+	limit := r.limit(ev)
 	bar.expect(expected(ctx, task, limit, rows))
 	for _, phase := range phases(rows) {
 		if ctx.Err() != nil {
