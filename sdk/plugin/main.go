@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -80,6 +82,15 @@ func ServeComponent(set *sdk.Set, kind sdk.Kind, name string) error {
 
 	go watchParent(logger, os.Getppid())
 
+	if dir := os.Getenv(CPUProfileEnv); dir != "" {
+		stop, err := startCPUProfile(dir, kind, name)
+		if err != nil {
+			logger.Warn("cpu profile", "error", err)
+		} else {
+			defer stop()
+		}
+	}
+
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: goplugin.HandshakeConfig{
 			ProtocolVersion:  uint(servedVersion()),
@@ -110,4 +121,24 @@ func watchParent(logger hclog.Logger, ppid int) {
 			os.Exit(3)
 		}
 	}
+}
+
+// CPUProfileEnv names a directory: when set, every plugin process writes a
+// CPU profile there (<kind>-<name>-<pid>.pprof) until it is shut down, so a
+// component's cost can be measured in the process it really runs in.
+const CPUProfileEnv = "HAYLOFT_PLUGIN_CPUPROFILE"
+
+func startCPUProfile(dir string, kind sdk.Kind, name string) (func(), error) {
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.pprof", kind, name, os.Getpid())))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -3,6 +3,8 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -26,5 +28,21 @@ func TestServeComponentRefusesUnknown(t *testing.T) {
 	set := sdk.NewSet("acme", "1.0.0")
 	if err := ServeComponent(set, sdk.KindModel, "gpt"); err == nil {
 		t.Error("serving a component the set lacks did not fail")
+	}
+}
+
+func TestCPUProfileIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	stop, err := startCPUProfile(dir, sdk.KindScorer, "exact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	matches, _ := filepath.Glob(filepath.Join(dir, "scorer-exact-*.pprof"))
+	if len(matches) != 1 {
+		t.Fatalf("profiles: %v", matches)
+	}
+	if fi, err := os.Stat(matches[0]); err != nil || fi.Size() == 0 {
+		t.Fatalf("empty profile: %v", err)
 	}
 }
