@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
-	"github.com/hayloft/hayloft/sdk/sdktest"
+	"github.com/hayloft/hayloft/plugins/internal/scorebench"
 	"math"
-	"os"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -282,56 +278,12 @@ func FuzzChar(f *testing.F) {
 	})
 }
 
-func opticksPairs(b *testing.B, n int) (refs, preds []string) {
-	path := sdktest.OpticksPath()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Skipf("Opticks text not available: %v", err)
-	}
-	words := strings.Fields(string(data))
-	for i := 0; i < n; i++ {
-		start := (i * 37) % (len(words) - 260)
-		refs = append(refs, strings.Join(words[start:start+200], " "))
-		var p []string
-		for j, w := range words[start+20 : start+220] {
-			if j%7 != 3 {
-				p = append(p, w)
-			}
-		}
-		preds = append(preds, strings.Join(p, " "))
-	}
-	return refs, preds
-}
-
 func benchmarkBLEU(b *testing.B, opts map[string]any) {
-	refs, preds := opticksPairs(b, 10000)
 	s, err := newScorer(sdk.MustOptions(opts))
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	runtime.GC()
-	b.ResetTimer()
-	cpu0 := cpuSeconds()
-	for i := 0; i < b.N; i++ {
-		k := i % len(refs)
-		if _, err := s.Score(ctx, &sdk.ScoreRequest{Sample: &sdk.Sample{Targets: refs[k : k+1]}, Prediction: preds[k]}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
-	// The machine is shared, so wall time overstates the cost; CPU time
-	// of this process is the fairer figure.
-	b.ReportMetric(float64(b.N)/(cpuSeconds()-cpu0), "pairs/cpu-s")
-}
-
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	scorebench.Run(b, s)
 }
 
 func BenchmarkSacreBLEU13a(b *testing.B)  { benchmarkBLEU(b, nil) }
@@ -339,7 +291,7 @@ func BenchmarkSacreBLEUIntl(b *testing.B) { benchmarkBLEU(b, map[string]any{"tok
 func BenchmarkNLTK(b *testing.B)          { benchmarkBLEU(b, map[string]any{"mode": "nltk"}) }
 
 func BenchmarkAggregate10k(b *testing.B) {
-	refs, preds := opticksPairs(b, 10000)
+	refs, preds := scorebench.Pairs(b, 10000)
 	s, _ := newScorer(nil)
 	ctx := context.Background()
 	var scores []*sdk.ScoreResponse
