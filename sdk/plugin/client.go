@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hayloft/hayloft/sdk"
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
@@ -57,7 +59,7 @@ func ConfigureCheck(ctx context.Context, conn grpc.ClientConnInterface, kind sdk
 
 func configure(ctx context.Context, conn grpc.ClientConnInterface, req *pb.ConfigureRequest) (Component, error) {
 	kind, name := sdk.Kind(req.GetKind()), req.GetName()
-	r := remote{lc: pb.NewLifecycleClient(conn)}
+	r := remote{lc: pb.NewLifecycleClient(conn), mux: newCallMux(conn)}
 	resp, err := r.lc.Configure(ctx, req)
 	if err != nil {
 		return nil, fromStatus(ctx, err)
@@ -88,11 +90,16 @@ func configure(ctx context.Context, conn grpc.ClientConnInterface, req *pb.Confi
 	return nil, fmt.Errorf("configure %s %q: unknown kind: %w", kind, name, sdk.ErrUnsupported)
 }
 
+// errNoResponse is a reply that carries neither a response of the call's
+// kind nor an error: a plugin bug, not a transport failure.
+var errNoResponse = errors.New("plugin replied with neither a response nor an error")
+
 // closeTimeout bounds Close, which has no context of its own.
 const closeTimeout = 10 * time.Second
 
 type remote struct {
 	lc   pb.LifecycleClient
+	mux  *callMux // Generate, Score and Retrieve
 	info Info
 }
 
@@ -104,6 +111,7 @@ func (r *remote) Validate(ctx context.Context) error {
 }
 
 func (r *remote) Close() error {
+	r.mux.close()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	_, err := r.lc.Close(ctx, &pb.CloseRequest{})
@@ -122,39 +130,70 @@ func (t *TaskClient) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.
 	return func(yield func(*sdk.Sample, error) bool) {
 		sctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		var limit int64
+		preq := &pb.SamplesRequest{}
 		if req != nil {
-			limit = int64(req.Limit)
+			preq.Limit = int64(req.Limit)
 		}
-		stream, err := t.c.Samples(sctx, &pb.SamplesRequest{Limit: limit})
+		stream, err := t.c.SampleBatches(sctx, preq)
 		if err != nil {
 			yield(nil, fromStatus(ctx, err))
 			return
 		}
-		for {
+		for first := true; ; first = false {
 			msg, err := stream.Recv()
 			if errors.Is(err, io.EOF) {
 				return
 			}
 			if err != nil {
+				if first && status.Code(err) == codes.Unimplemented {
+					t.samplesOneByOne(ctx, sctx, preq, yield)
+					return
+				}
 				yield(nil, fromStatus(ctx, err))
 				return
 			}
-			if e := msg.GetError(); e != nil {
-				if !yield(nil, errorFromProto(e)) {
+			for _, item := range msg.GetItems() {
+				if !yieldItem(item, yield) {
 					return
 				}
-				continue
-			}
-			s, err := sampleFromProto(msg.GetSample())
-			if err == nil && s == nil {
-				err = errors.New("plugin sent an empty stream message")
-			}
-			if !yield(s, err) {
-				return
 			}
 		}
 	}
+}
+
+// samplesOneByOne is Samples over the one-sample-per-message RPC, for
+// plugins built before SampleBatches.
+func (t *TaskClient) samplesOneByOne(ctx, sctx context.Context, req *pb.SamplesRequest, yield func(*sdk.Sample, error) bool) {
+	stream, err := t.c.Samples(sctx, req)
+	if err != nil {
+		yield(nil, fromStatus(ctx, err))
+		return
+	}
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			yield(nil, fromStatus(ctx, err))
+			return
+		}
+		if !yieldItem(msg, yield) {
+			return
+		}
+	}
+}
+
+// yieldItem passes one stream item on: a per-item error, or a sample.
+func yieldItem(msg *pb.SamplesResponse, yield func(*sdk.Sample, error) bool) bool {
+	if e := msg.GetError(); e != nil {
+		return yield(nil, errorFromProto(e))
+	}
+	s, err := sampleFromProto(msg.GetSample())
+	if err == nil && s == nil {
+		err = errors.New("plugin sent an empty stream message")
+	}
+	return yield(s, err)
 }
 
 // ModelClient is a remote sdk.Model and sdk.Tokenizer.
@@ -168,9 +207,16 @@ func (m *ModelClient) Generate(ctx context.Context, req *sdk.GenerateRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	resp, err := m.c.Generate(ctx, p)
+	r, err := m.mux.muxCall(ctx, &pb.Call{Request: &pb.Call_Generate{Generate: p}}, func() (*pb.Reply, error) {
+		resp, err := m.c.Generate(ctx, p)
+		return &pb.Reply{Response: &pb.Reply_Generate{Generate: resp}}, err
+	})
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, err
+	}
+	resp := r.GetGenerate()
+	if resp == nil {
+		return nil, errNoResponse
 	}
 	return generateResponseFromProto(resp), nil
 }
@@ -210,9 +256,17 @@ func (s *ScorerClient) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.S
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.c.Score(ctx, &pb.ScoreRequest{Sample: smp, Prediction: req.Prediction})
+	p := &pb.ScoreRequest{Sample: smp, Prediction: req.Prediction}
+	r, err := s.mux.muxCall(ctx, &pb.Call{Request: &pb.Call_Score{Score: p}}, func() (*pb.Reply, error) {
+		resp, err := s.c.Score(ctx, p)
+		return &pb.Reply{Response: &pb.Reply_Score{Score: resp}}, err
+	})
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, err
+	}
+	resp := r.GetScore()
+	if resp == nil {
+		return nil, errNoResponse
 	}
 	return scoreResponseFromProto(resp)
 }
@@ -245,9 +299,17 @@ func (r *RetrieverClient) Retrieve(ctx context.Context, req *sdk.RetrieveRequest
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.c.Retrieve(ctx, &pb.RetrieveRequest{Sample: smp})
+	p := &pb.RetrieveRequest{Sample: smp}
+	reply, err := r.mux.muxCall(ctx, &pb.Call{Request: &pb.Call_Retrieve{Retrieve: p}}, func() (*pb.Reply, error) {
+		resp, err := r.c.Retrieve(ctx, p)
+		return &pb.Reply{Response: &pb.Reply_Retrieve{Retrieve: resp}}, err
+	})
 	if err != nil {
-		return nil, fromStatus(ctx, err)
+		return nil, err
+	}
+	resp := reply.GetRetrieve()
+	if resp == nil {
+		return nil, errNoResponse
 	}
 	return retrieveResponseFromProto(resp)
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hayloft/hayloft/sdk"
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
@@ -47,6 +48,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 	pb.RegisterModelServer(g, modelServer{s: s})
 	pb.RegisterScorerServer(g, scorerServer{s: s})
 	pb.RegisterRetrieverServer(g, retrieverServer{s: s})
+	pb.RegisterCallsServer(g, callsServer{s: s})
 }
 
 // ServerOptions are the gRPC server options every hayloft plugin server
@@ -75,8 +77,13 @@ func recoverPanic(logger hclog.Logger, method string, err *error) {
 	if r == nil {
 		return
 	}
+	*err = panicStatus(logger, method, r)
+}
+
+// panicStatus logs a recovered panic and returns it as the call's error.
+func panicStatus(logger hclog.Logger, method string, r any) error {
 	logger.Error("panic in component", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-	*err = protoStatus(&pb.Error{Kind: pb.Error_KIND_PANIC, Message: fmt.Sprintf("panic in plugin component (%s): %v", method, r)})
+	return protoStatus(&pb.Error{Kind: pb.Error_KIND_PANIC, Message: fmt.Sprintf("panic in plugin component (%s): %v", method, r)})
 }
 
 // component returns the configured component if it is of kind.
@@ -212,6 +219,72 @@ func (t taskServer) Samples(req *pb.SamplesRequest, stream grpc.ServerStreamingS
 		}
 	}
 	return ctx.Err()
+}
+
+// sampleQueue is how many samples SampleBatches lets the task run ahead of
+// the stream: enough to fill a batch while one is being sent, few enough
+// that long contexts do not pile up in memory.
+const sampleQueue = 16
+
+func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStreamingServer[pb.SampleBatch]) error {
+	c, err := t.s.component(sdk.KindTask)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	items := make(chan *pb.SamplesResponse, sampleQueue)
+	go func() {
+		defer close(items)
+		// This goroutine is outside the stream interceptor's reach.
+		defer func() {
+			if r := recover(); r != nil {
+				e := replyError(panicStatus(t.s.logger, "/hayloft.plugin.v1.Task/SampleBatches", r))
+				select {
+				case items <- &pb.SamplesResponse{Error: e}:
+				case <-ctx.Done():
+				}
+			}
+		}()
+		for smp, err := range c.(sdk.Task).Samples(ctx, &sdk.SamplesRequest{Limit: int(req.GetLimit())}) {
+			msg := &pb.SamplesResponse{}
+			if err == nil {
+				msg.Sample, err = sampleToProto(smp)
+			}
+			if err != nil {
+				msg.Error = errorToProto(err)
+			}
+			select {
+			case items <- msg:
+			case <-ctx.Done():
+				return // the host stopped reading: end the task's iteration
+			}
+		}
+	}()
+	for {
+		msg, ok := <-items
+		if !ok {
+			return stream.Context().Err()
+		}
+		batch := []*pb.SamplesResponse{msg}
+		size := proto.Size(msg)
+	drain:
+		for size < maxBatchBytes {
+			select {
+			case m, ok := <-items:
+				if !ok {
+					break drain // the next receive ends the stream
+				}
+				batch = append(batch, m)
+				size += proto.Size(m)
+			default:
+				break drain
+			}
+		}
+		if err := stream.Send(&pb.SampleBatch{Items: batch}); err != nil {
+			return err
+		}
+	}
 }
 
 func (t taskServer) CountSamples(ctx context.Context, req *pb.SamplesRequest) (*pb.CountSamplesResponse, error) {

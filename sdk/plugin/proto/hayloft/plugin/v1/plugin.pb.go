@@ -818,6 +818,52 @@ func (x *SamplesResponse) GetError() *Error {
 	return nil
 }
 
+// SampleBatch is the samples (or per-item errors) the task produced since
+// the previous message, in task order.
+type SampleBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Items         []*SamplesResponse     `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleBatch) Reset() {
+	*x = SampleBatch{}
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleBatch) ProtoMessage() {}
+
+func (x *SampleBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleBatch.ProtoReflect.Descriptor instead.
+func (*SampleBatch) Descriptor() ([]byte, []int) {
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SampleBatch) GetItems() []*SamplesResponse {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 type CountSamplesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Count         int64                  `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
@@ -827,7 +873,7 @@ type CountSamplesResponse struct {
 
 func (x *CountSamplesResponse) Reset() {
 	*x = CountSamplesResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +885,7 @@ func (x *CountSamplesResponse) String() string {
 func (*CountSamplesResponse) ProtoMessage() {}
 
 func (x *CountSamplesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[12]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +898,7 @@ func (x *CountSamplesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountSamplesResponse.ProtoReflect.Descriptor instead.
 func (*CountSamplesResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{12}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CountSamplesResponse) GetCount() int64 {
@@ -875,7 +921,7 @@ type GenerationParams struct {
 
 func (x *GenerationParams) Reset() {
 	*x = GenerationParams{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +933,7 @@ func (x *GenerationParams) String() string {
 func (*GenerationParams) ProtoMessage() {}
 
 func (x *GenerationParams) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[13]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +946,7 @@ func (x *GenerationParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationParams.ProtoReflect.Descriptor instead.
 func (*GenerationParams) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{13}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GenerationParams) GetTemperature() float64 {
@@ -949,7 +995,7 @@ type GenerateRequest struct {
 
 func (x *GenerateRequest) Reset() {
 	*x = GenerateRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1007,7 @@ func (x *GenerateRequest) String() string {
 func (*GenerateRequest) ProtoMessage() {}
 
 func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[14]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1020,7 @@ func (x *GenerateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRequest.ProtoReflect.Descriptor instead.
 func (*GenerateRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{14}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GenerateRequest) GetMessages() []*Message {
@@ -1008,7 +1054,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1066,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[15]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1079,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{15}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Usage) GetPromptTokens() int64 {
@@ -1061,7 +1107,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1119,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[16]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1132,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{16}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Attempt) GetStatus() int64 {
@@ -1122,7 +1168,7 @@ type GenerateResponse struct {
 
 func (x *GenerateResponse) Reset() {
 	*x = GenerateResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1180,7 @@ func (x *GenerateResponse) String() string {
 func (*GenerateResponse) ProtoMessage() {}
 
 func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[17]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1193,7 @@ func (x *GenerateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateResponse.ProtoReflect.Descriptor instead.
 func (*GenerateResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{17}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GenerateResponse) GetText() string {
@@ -1187,7 +1233,7 @@ type TokenizeRequest struct {
 
 func (x *TokenizeRequest) Reset() {
 	*x = TokenizeRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1245,7 @@ func (x *TokenizeRequest) String() string {
 func (*TokenizeRequest) ProtoMessage() {}
 
 func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[18]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1258,7 @@ func (x *TokenizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeRequest.ProtoReflect.Descriptor instead.
 func (*TokenizeRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{18}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TokenizeRequest) GetTexts() []string {
@@ -1231,7 +1277,7 @@ type TokenIDs struct {
 
 func (x *TokenIDs) Reset() {
 	*x = TokenIDs{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1289,7 @@ func (x *TokenIDs) String() string {
 func (*TokenIDs) ProtoMessage() {}
 
 func (x *TokenIDs) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[19]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1302,7 @@ func (x *TokenIDs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenIDs.ProtoReflect.Descriptor instead.
 func (*TokenIDs) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{19}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TokenIDs) GetIds() []int64 {
@@ -1276,7 +1322,7 @@ type TokenizeResponse struct {
 
 func (x *TokenizeResponse) Reset() {
 	*x = TokenizeResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1334,7 @@ func (x *TokenizeResponse) String() string {
 func (*TokenizeResponse) ProtoMessage() {}
 
 func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[20]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1347,7 @@ func (x *TokenizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenizeResponse.ProtoReflect.Descriptor instead.
 func (*TokenizeResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{20}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TokenizeResponse) GetTokens() []*TokenIDs {
@@ -1328,7 +1374,7 @@ type ScoreRequest struct {
 
 func (x *ScoreRequest) Reset() {
 	*x = ScoreRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1386,7 @@ func (x *ScoreRequest) String() string {
 func (*ScoreRequest) ProtoMessage() {}
 
 func (x *ScoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[21]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1399,7 @@ func (x *ScoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreRequest.ProtoReflect.Descriptor instead.
 func (*ScoreRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{21}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ScoreRequest) GetSample() *Sample {
@@ -1382,7 +1428,7 @@ type ScoreResponse struct {
 
 func (x *ScoreResponse) Reset() {
 	*x = ScoreResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1440,7 @@ func (x *ScoreResponse) String() string {
 func (*ScoreResponse) ProtoMessage() {}
 
 func (x *ScoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[22]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1453,7 @@ func (x *ScoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreResponse.ProtoReflect.Descriptor instead.
 func (*ScoreResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{22}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ScoreResponse) GetValue() float64 {
@@ -1447,7 +1493,7 @@ type AggregateRequest struct {
 
 func (x *AggregateRequest) Reset() {
 	*x = AggregateRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1505,7 @@ func (x *AggregateRequest) String() string {
 func (*AggregateRequest) ProtoMessage() {}
 
 func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[23]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1518,7 @@ func (x *AggregateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateRequest.ProtoReflect.Descriptor instead.
 func (*AggregateRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{23}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AggregateRequest) GetScores() []*ScoreResponse {
@@ -1496,7 +1542,7 @@ type AggregateResponse struct {
 
 func (x *AggregateResponse) Reset() {
 	*x = AggregateResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1554,7 @@ func (x *AggregateResponse) String() string {
 func (*AggregateResponse) ProtoMessage() {}
 
 func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[24]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1567,7 @@ func (x *AggregateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateResponse.ProtoReflect.Descriptor instead.
 func (*AggregateResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{24}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AggregateResponse) GetValue() float64 {
@@ -1575,7 +1621,7 @@ type RetrieveRequest struct {
 
 func (x *RetrieveRequest) Reset() {
 	*x = RetrieveRequest{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1633,7 @@ func (x *RetrieveRequest) String() string {
 func (*RetrieveRequest) ProtoMessage() {}
 
 func (x *RetrieveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[25]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1646,7 @@ func (x *RetrieveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveRequest.ProtoReflect.Descriptor instead.
 func (*RetrieveRequest) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{25}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RetrieveRequest) GetSample() *Sample {
@@ -1621,7 +1667,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1679,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[26]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1692,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{26}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Chunk) GetId() int64 {
@@ -1681,7 +1727,7 @@ type RetrieveResponse struct {
 
 func (x *RetrieveResponse) Reset() {
 	*x = RetrieveResponse{}
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1739,7 @@ func (x *RetrieveResponse) String() string {
 func (*RetrieveResponse) ProtoMessage() {}
 
 func (x *RetrieveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[27]
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1752,7 @@ func (x *RetrieveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetrieveResponse.ProtoReflect.Descriptor instead.
 func (*RetrieveResponse) Descriptor() ([]byte, []int) {
-	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{27}
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RetrieveResponse) GetContext() string {
@@ -1726,6 +1772,336 @@ func (x *RetrieveResponse) GetChunks() []*Chunk {
 func (x *RetrieveResponse) GetDetailsJson() []byte {
 	if x != nil {
 		return x.DetailsJson
+	}
+	return nil
+}
+
+// Call is one call on the stream.
+type Call struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chosen by the host, unique among the stream's calls in flight.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// When the caller gives up, in Unix nanoseconds; 0 means no deadline.
+	DeadlineUnixNano int64 `protobuf:"varint,2,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
+	// Set on a message that only cancels the running call id (its caller
+	// gave up). The plugin still answers the call; the host drops the reply.
+	Cancel bool `protobuf:"varint,3,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// Types that are valid to be assigned to Request:
+	//
+	//	*Call_Generate
+	//	*Call_Score
+	//	*Call_Retrieve
+	Request       isCall_Request `protobuf_oneof:"request"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Call) Reset() {
+	*x = Call{}
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Call) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Call) ProtoMessage() {}
+
+func (x *Call) ProtoReflect() protoreflect.Message {
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Call.ProtoReflect.Descriptor instead.
+func (*Call) Descriptor() ([]byte, []int) {
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Call) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Call) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
+}
+
+func (x *Call) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+func (x *Call) GetRequest() isCall_Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *Call) GetGenerate() *GenerateRequest {
+	if x != nil {
+		if x, ok := x.Request.(*Call_Generate); ok {
+			return x.Generate
+		}
+	}
+	return nil
+}
+
+func (x *Call) GetScore() *ScoreRequest {
+	if x != nil {
+		if x, ok := x.Request.(*Call_Score); ok {
+			return x.Score
+		}
+	}
+	return nil
+}
+
+func (x *Call) GetRetrieve() *RetrieveRequest {
+	if x != nil {
+		if x, ok := x.Request.(*Call_Retrieve); ok {
+			return x.Retrieve
+		}
+	}
+	return nil
+}
+
+type isCall_Request interface {
+	isCall_Request()
+}
+
+type Call_Generate struct {
+	Generate *GenerateRequest `protobuf:"bytes,4,opt,name=generate,proto3,oneof"`
+}
+
+type Call_Score struct {
+	Score *ScoreRequest `protobuf:"bytes,5,opt,name=score,proto3,oneof"`
+}
+
+type Call_Retrieve struct {
+	Retrieve *RetrieveRequest `protobuf:"bytes,6,opt,name=retrieve,proto3,oneof"`
+}
+
+func (*Call_Generate) isCall_Request() {}
+
+func (*Call_Score) isCall_Request() {}
+
+func (*Call_Retrieve) isCall_Request() {}
+
+type CallBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         []*Call                `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallBatch) Reset() {
+	*x = CallBatch{}
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallBatch) ProtoMessage() {}
+
+func (x *CallBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallBatch.ProtoReflect.Descriptor instead.
+func (*CallBatch) Descriptor() ([]byte, []int) {
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CallBatch) GetCalls() []*Call {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+// Reply answers the call id with its response or its error.
+type Reply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Error *Error                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// Types that are valid to be assigned to Response:
+	//
+	//	*Reply_Generate
+	//	*Reply_Score
+	//	*Reply_Retrieve
+	Response      isReply_Response `protobuf_oneof:"response"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reply) Reset() {
+	*x = Reply{}
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reply) ProtoMessage() {}
+
+func (x *Reply) ProtoReflect() protoreflect.Message {
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reply.ProtoReflect.Descriptor instead.
+func (*Reply) Descriptor() ([]byte, []int) {
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *Reply) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Reply) GetError() *Error {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *Reply) GetResponse() isReply_Response {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *Reply) GetGenerate() *GenerateResponse {
+	if x != nil {
+		if x, ok := x.Response.(*Reply_Generate); ok {
+			return x.Generate
+		}
+	}
+	return nil
+}
+
+func (x *Reply) GetScore() *ScoreResponse {
+	if x != nil {
+		if x, ok := x.Response.(*Reply_Score); ok {
+			return x.Score
+		}
+	}
+	return nil
+}
+
+func (x *Reply) GetRetrieve() *RetrieveResponse {
+	if x != nil {
+		if x, ok := x.Response.(*Reply_Retrieve); ok {
+			return x.Retrieve
+		}
+	}
+	return nil
+}
+
+type isReply_Response interface {
+	isReply_Response()
+}
+
+type Reply_Generate struct {
+	Generate *GenerateResponse `protobuf:"bytes,3,opt,name=generate,proto3,oneof"`
+}
+
+type Reply_Score struct {
+	Score *ScoreResponse `protobuf:"bytes,4,opt,name=score,proto3,oneof"`
+}
+
+type Reply_Retrieve struct {
+	Retrieve *RetrieveResponse `protobuf:"bytes,5,opt,name=retrieve,proto3,oneof"`
+}
+
+func (*Reply_Generate) isReply_Response() {}
+
+func (*Reply_Score) isReply_Response() {}
+
+func (*Reply_Retrieve) isReply_Response() {}
+
+type ReplyBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replies       []*Reply               `protobuf:"bytes,1,rep,name=replies,proto3" json:"replies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplyBatch) Reset() {
+	*x = ReplyBatch{}
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplyBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplyBatch) ProtoMessage() {}
+
+func (x *ReplyBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_hayloft_plugin_v1_plugin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplyBatch.ProtoReflect.Descriptor instead.
+func (*ReplyBatch) Descriptor() ([]byte, []int) {
+	return file_hayloft_plugin_v1_plugin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ReplyBatch) GetReplies() []*Reply {
+	if x != nil {
+		return x.Replies
 	}
 	return nil
 }
@@ -1794,7 +2170,9 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05limit\x18\x01 \x01(\x03R\x05limit\"t\n" +
 	"\x0fSamplesResponse\x121\n" +
 	"\x06sample\x18\x01 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\x12.\n" +
-	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\",\n" +
+	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\"G\n" +
+	"\vSampleBatch\x128\n" +
+	"\x05items\x18\x01 \x03(\v2\".hayloft.plugin.v1.SamplesResponseR\x05items\",\n" +
 	"\x14CountSamplesResponse\x12\x14\n" +
 	"\x05count\x18\x01 \x01(\x03R\x05count\"\xc2\x01\n" +
 	"\x10GenerationParams\x12%\n" +
@@ -1859,13 +2237,35 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10RetrieveResponse\x12\x18\n" +
 	"\acontext\x18\x01 \x01(\tR\acontext\x120\n" +
 	"\x06chunks\x18\x02 \x03(\v2\x18.hayloft.plugin.v1.ChunkR\x06chunks\x12!\n" +
-	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson2\x84\x02\n" +
+	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson\"\xa4\x02\n" +
+	"\x04Call\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12,\n" +
+	"\x12deadline_unix_nano\x18\x02 \x01(\x03R\x10deadlineUnixNano\x12\x16\n" +
+	"\x06cancel\x18\x03 \x01(\bR\x06cancel\x12@\n" +
+	"\bgenerate\x18\x04 \x01(\v2\".hayloft.plugin.v1.GenerateRequestH\x00R\bgenerate\x127\n" +
+	"\x05score\x18\x05 \x01(\v2\x1f.hayloft.plugin.v1.ScoreRequestH\x00R\x05score\x12@\n" +
+	"\bretrieve\x18\x06 \x01(\v2\".hayloft.plugin.v1.RetrieveRequestH\x00R\bretrieveB\t\n" +
+	"\arequest\":\n" +
+	"\tCallBatch\x12-\n" +
+	"\x05calls\x18\x01 \x03(\v2\x17.hayloft.plugin.v1.CallR\x05calls\"\x93\x02\n" +
+	"\x05Reply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
+	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\x12A\n" +
+	"\bgenerate\x18\x03 \x01(\v2#.hayloft.plugin.v1.GenerateResponseH\x00R\bgenerate\x128\n" +
+	"\x05score\x18\x04 \x01(\v2 .hayloft.plugin.v1.ScoreResponseH\x00R\x05score\x12A\n" +
+	"\bretrieve\x18\x05 \x01(\v2#.hayloft.plugin.v1.RetrieveResponseH\x00R\bretrieveB\n" +
+	"\n" +
+	"\bresponse\"@\n" +
+	"\n" +
+	"ReplyBatch\x122\n" +
+	"\areplies\x18\x01 \x03(\v2\x18.hayloft.plugin.v1.ReplyR\areplies2\x84\x02\n" +
 	"\tLifecycle\x12V\n" +
 	"\tConfigure\x12#.hayloft.plugin.v1.ConfigureRequest\x1a$.hayloft.plugin.v1.ConfigureResponse\x12S\n" +
 	"\bValidate\x12\".hayloft.plugin.v1.ValidateRequest\x1a#.hayloft.plugin.v1.ValidateResponse\x12J\n" +
-	"\x05Close\x12\x1f.hayloft.plugin.v1.CloseRequest\x1a .hayloft.plugin.v1.CloseResponse2\xb6\x01\n" +
+	"\x05Close\x12\x1f.hayloft.plugin.v1.CloseRequest\x1a .hayloft.plugin.v1.CloseResponse2\x8c\x02\n" +
 	"\x04Task\x12R\n" +
-	"\aSamples\x12!.hayloft.plugin.v1.SamplesRequest\x1a\".hayloft.plugin.v1.SamplesResponse0\x01\x12Z\n" +
+	"\aSamples\x12!.hayloft.plugin.v1.SamplesRequest\x1a\".hayloft.plugin.v1.SamplesResponse0\x01\x12T\n" +
+	"\rSampleBatches\x12!.hayloft.plugin.v1.SamplesRequest\x1a\x1e.hayloft.plugin.v1.SampleBatch0\x01\x12Z\n" +
 	"\fCountSamples\x12!.hayloft.plugin.v1.SamplesRequest\x1a'.hayloft.plugin.v1.CountSamplesResponse2\xb1\x01\n" +
 	"\x05Model\x12S\n" +
 	"\bGenerate\x12\".hayloft.plugin.v1.GenerateRequest\x1a#.hayloft.plugin.v1.GenerateResponse\x12S\n" +
@@ -1874,7 +2274,9 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x05Score\x12\x1f.hayloft.plugin.v1.ScoreRequest\x1a .hayloft.plugin.v1.ScoreResponse\x12V\n" +
 	"\tAggregate\x12#.hayloft.plugin.v1.AggregateRequest\x1a$.hayloft.plugin.v1.AggregateResponse2`\n" +
 	"\tRetriever\x12S\n" +
-	"\bRetrieve\x12\".hayloft.plugin.v1.RetrieveRequest\x1a#.hayloft.plugin.v1.RetrieveResponseBHZFgithub.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1;pluginv1b\x06proto3"
+	"\bRetrieve\x12\".hayloft.plugin.v1.RetrieveRequest\x1a#.hayloft.plugin.v1.RetrieveResponse2R\n" +
+	"\x05Calls\x12I\n" +
+	"\x06Stream\x12\x1c.hayloft.plugin.v1.CallBatch\x1a\x1d.hayloft.plugin.v1.ReplyBatch(\x010\x01BHZFgithub.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_hayloft_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -1889,7 +2291,7 @@ func file_hayloft_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_hayloft_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hayloft_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_hayloft_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_hayloft_plugin_v1_plugin_proto_goTypes = []any{
 	(Error_Kind)(0),              // 0: hayloft.plugin.v1.Error.Kind
 	(*Message)(nil),              // 1: hayloft.plugin.v1.Message
@@ -1904,65 +2306,84 @@ var file_hayloft_plugin_v1_plugin_proto_goTypes = []any{
 	(*CloseResponse)(nil),        // 10: hayloft.plugin.v1.CloseResponse
 	(*SamplesRequest)(nil),       // 11: hayloft.plugin.v1.SamplesRequest
 	(*SamplesResponse)(nil),      // 12: hayloft.plugin.v1.SamplesResponse
-	(*CountSamplesResponse)(nil), // 13: hayloft.plugin.v1.CountSamplesResponse
-	(*GenerationParams)(nil),     // 14: hayloft.plugin.v1.GenerationParams
-	(*GenerateRequest)(nil),      // 15: hayloft.plugin.v1.GenerateRequest
-	(*Usage)(nil),                // 16: hayloft.plugin.v1.Usage
-	(*Attempt)(nil),              // 17: hayloft.plugin.v1.Attempt
-	(*GenerateResponse)(nil),     // 18: hayloft.plugin.v1.GenerateResponse
-	(*TokenizeRequest)(nil),      // 19: hayloft.plugin.v1.TokenizeRequest
-	(*TokenIDs)(nil),             // 20: hayloft.plugin.v1.TokenIDs
-	(*TokenizeResponse)(nil),     // 21: hayloft.plugin.v1.TokenizeResponse
-	(*ScoreRequest)(nil),         // 22: hayloft.plugin.v1.ScoreRequest
-	(*ScoreResponse)(nil),        // 23: hayloft.plugin.v1.ScoreResponse
-	(*AggregateRequest)(nil),     // 24: hayloft.plugin.v1.AggregateRequest
-	(*AggregateResponse)(nil),    // 25: hayloft.plugin.v1.AggregateResponse
-	(*RetrieveRequest)(nil),      // 26: hayloft.plugin.v1.RetrieveRequest
-	(*Chunk)(nil),                // 27: hayloft.plugin.v1.Chunk
-	(*RetrieveResponse)(nil),     // 28: hayloft.plugin.v1.RetrieveResponse
+	(*SampleBatch)(nil),          // 13: hayloft.plugin.v1.SampleBatch
+	(*CountSamplesResponse)(nil), // 14: hayloft.plugin.v1.CountSamplesResponse
+	(*GenerationParams)(nil),     // 15: hayloft.plugin.v1.GenerationParams
+	(*GenerateRequest)(nil),      // 16: hayloft.plugin.v1.GenerateRequest
+	(*Usage)(nil),                // 17: hayloft.plugin.v1.Usage
+	(*Attempt)(nil),              // 18: hayloft.plugin.v1.Attempt
+	(*GenerateResponse)(nil),     // 19: hayloft.plugin.v1.GenerateResponse
+	(*TokenizeRequest)(nil),      // 20: hayloft.plugin.v1.TokenizeRequest
+	(*TokenIDs)(nil),             // 21: hayloft.plugin.v1.TokenIDs
+	(*TokenizeResponse)(nil),     // 22: hayloft.plugin.v1.TokenizeResponse
+	(*ScoreRequest)(nil),         // 23: hayloft.plugin.v1.ScoreRequest
+	(*ScoreResponse)(nil),        // 24: hayloft.plugin.v1.ScoreResponse
+	(*AggregateRequest)(nil),     // 25: hayloft.plugin.v1.AggregateRequest
+	(*AggregateResponse)(nil),    // 26: hayloft.plugin.v1.AggregateResponse
+	(*RetrieveRequest)(nil),      // 27: hayloft.plugin.v1.RetrieveRequest
+	(*Chunk)(nil),                // 28: hayloft.plugin.v1.Chunk
+	(*RetrieveResponse)(nil),     // 29: hayloft.plugin.v1.RetrieveResponse
+	(*Call)(nil),                 // 30: hayloft.plugin.v1.Call
+	(*CallBatch)(nil),            // 31: hayloft.plugin.v1.CallBatch
+	(*Reply)(nil),                // 32: hayloft.plugin.v1.Reply
+	(*ReplyBatch)(nil),           // 33: hayloft.plugin.v1.ReplyBatch
 }
 var file_hayloft_plugin_v1_plugin_proto_depIdxs = []int32{
 	1,  // 0: hayloft.plugin.v1.Sample.messages:type_name -> hayloft.plugin.v1.Message
 	2,  // 1: hayloft.plugin.v1.Sample.length:type_name -> hayloft.plugin.v1.Length
 	0,  // 2: hayloft.plugin.v1.Error.kind:type_name -> hayloft.plugin.v1.Error.Kind
-	17, // 3: hayloft.plugin.v1.Error.attempts:type_name -> hayloft.plugin.v1.Attempt
+	18, // 3: hayloft.plugin.v1.Error.attempts:type_name -> hayloft.plugin.v1.Attempt
 	3,  // 4: hayloft.plugin.v1.SamplesResponse.sample:type_name -> hayloft.plugin.v1.Sample
 	4,  // 5: hayloft.plugin.v1.SamplesResponse.error:type_name -> hayloft.plugin.v1.Error
-	1,  // 6: hayloft.plugin.v1.GenerateRequest.messages:type_name -> hayloft.plugin.v1.Message
-	14, // 7: hayloft.plugin.v1.GenerateRequest.params:type_name -> hayloft.plugin.v1.GenerationParams
-	3,  // 8: hayloft.plugin.v1.GenerateRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	16, // 9: hayloft.plugin.v1.GenerateResponse.usage:type_name -> hayloft.plugin.v1.Usage
-	17, // 10: hayloft.plugin.v1.GenerateResponse.attempts:type_name -> hayloft.plugin.v1.Attempt
-	20, // 11: hayloft.plugin.v1.TokenizeResponse.tokens:type_name -> hayloft.plugin.v1.TokenIDs
-	3,  // 12: hayloft.plugin.v1.ScoreRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	23, // 13: hayloft.plugin.v1.AggregateRequest.scores:type_name -> hayloft.plugin.v1.ScoreResponse
-	3,  // 14: hayloft.plugin.v1.RetrieveRequest.sample:type_name -> hayloft.plugin.v1.Sample
-	27, // 15: hayloft.plugin.v1.RetrieveResponse.chunks:type_name -> hayloft.plugin.v1.Chunk
-	5,  // 16: hayloft.plugin.v1.Lifecycle.Configure:input_type -> hayloft.plugin.v1.ConfigureRequest
-	7,  // 17: hayloft.plugin.v1.Lifecycle.Validate:input_type -> hayloft.plugin.v1.ValidateRequest
-	9,  // 18: hayloft.plugin.v1.Lifecycle.Close:input_type -> hayloft.plugin.v1.CloseRequest
-	11, // 19: hayloft.plugin.v1.Task.Samples:input_type -> hayloft.plugin.v1.SamplesRequest
-	11, // 20: hayloft.plugin.v1.Task.CountSamples:input_type -> hayloft.plugin.v1.SamplesRequest
-	15, // 21: hayloft.plugin.v1.Model.Generate:input_type -> hayloft.plugin.v1.GenerateRequest
-	19, // 22: hayloft.plugin.v1.Model.Tokenize:input_type -> hayloft.plugin.v1.TokenizeRequest
-	22, // 23: hayloft.plugin.v1.Scorer.Score:input_type -> hayloft.plugin.v1.ScoreRequest
-	24, // 24: hayloft.plugin.v1.Scorer.Aggregate:input_type -> hayloft.plugin.v1.AggregateRequest
-	26, // 25: hayloft.plugin.v1.Retriever.Retrieve:input_type -> hayloft.plugin.v1.RetrieveRequest
-	6,  // 26: hayloft.plugin.v1.Lifecycle.Configure:output_type -> hayloft.plugin.v1.ConfigureResponse
-	8,  // 27: hayloft.plugin.v1.Lifecycle.Validate:output_type -> hayloft.plugin.v1.ValidateResponse
-	10, // 28: hayloft.plugin.v1.Lifecycle.Close:output_type -> hayloft.plugin.v1.CloseResponse
-	12, // 29: hayloft.plugin.v1.Task.Samples:output_type -> hayloft.plugin.v1.SamplesResponse
-	13, // 30: hayloft.plugin.v1.Task.CountSamples:output_type -> hayloft.plugin.v1.CountSamplesResponse
-	18, // 31: hayloft.plugin.v1.Model.Generate:output_type -> hayloft.plugin.v1.GenerateResponse
-	21, // 32: hayloft.plugin.v1.Model.Tokenize:output_type -> hayloft.plugin.v1.TokenizeResponse
-	23, // 33: hayloft.plugin.v1.Scorer.Score:output_type -> hayloft.plugin.v1.ScoreResponse
-	25, // 34: hayloft.plugin.v1.Scorer.Aggregate:output_type -> hayloft.plugin.v1.AggregateResponse
-	28, // 35: hayloft.plugin.v1.Retriever.Retrieve:output_type -> hayloft.plugin.v1.RetrieveResponse
-	26, // [26:36] is the sub-list for method output_type
-	16, // [16:26] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	12, // 6: hayloft.plugin.v1.SampleBatch.items:type_name -> hayloft.plugin.v1.SamplesResponse
+	1,  // 7: hayloft.plugin.v1.GenerateRequest.messages:type_name -> hayloft.plugin.v1.Message
+	15, // 8: hayloft.plugin.v1.GenerateRequest.params:type_name -> hayloft.plugin.v1.GenerationParams
+	3,  // 9: hayloft.plugin.v1.GenerateRequest.sample:type_name -> hayloft.plugin.v1.Sample
+	17, // 10: hayloft.plugin.v1.GenerateResponse.usage:type_name -> hayloft.plugin.v1.Usage
+	18, // 11: hayloft.plugin.v1.GenerateResponse.attempts:type_name -> hayloft.plugin.v1.Attempt
+	21, // 12: hayloft.plugin.v1.TokenizeResponse.tokens:type_name -> hayloft.plugin.v1.TokenIDs
+	3,  // 13: hayloft.plugin.v1.ScoreRequest.sample:type_name -> hayloft.plugin.v1.Sample
+	24, // 14: hayloft.plugin.v1.AggregateRequest.scores:type_name -> hayloft.plugin.v1.ScoreResponse
+	3,  // 15: hayloft.plugin.v1.RetrieveRequest.sample:type_name -> hayloft.plugin.v1.Sample
+	28, // 16: hayloft.plugin.v1.RetrieveResponse.chunks:type_name -> hayloft.plugin.v1.Chunk
+	16, // 17: hayloft.plugin.v1.Call.generate:type_name -> hayloft.plugin.v1.GenerateRequest
+	23, // 18: hayloft.plugin.v1.Call.score:type_name -> hayloft.plugin.v1.ScoreRequest
+	27, // 19: hayloft.plugin.v1.Call.retrieve:type_name -> hayloft.plugin.v1.RetrieveRequest
+	30, // 20: hayloft.plugin.v1.CallBatch.calls:type_name -> hayloft.plugin.v1.Call
+	4,  // 21: hayloft.plugin.v1.Reply.error:type_name -> hayloft.plugin.v1.Error
+	19, // 22: hayloft.plugin.v1.Reply.generate:type_name -> hayloft.plugin.v1.GenerateResponse
+	24, // 23: hayloft.plugin.v1.Reply.score:type_name -> hayloft.plugin.v1.ScoreResponse
+	29, // 24: hayloft.plugin.v1.Reply.retrieve:type_name -> hayloft.plugin.v1.RetrieveResponse
+	32, // 25: hayloft.plugin.v1.ReplyBatch.replies:type_name -> hayloft.plugin.v1.Reply
+	5,  // 26: hayloft.plugin.v1.Lifecycle.Configure:input_type -> hayloft.plugin.v1.ConfigureRequest
+	7,  // 27: hayloft.plugin.v1.Lifecycle.Validate:input_type -> hayloft.plugin.v1.ValidateRequest
+	9,  // 28: hayloft.plugin.v1.Lifecycle.Close:input_type -> hayloft.plugin.v1.CloseRequest
+	11, // 29: hayloft.plugin.v1.Task.Samples:input_type -> hayloft.plugin.v1.SamplesRequest
+	11, // 30: hayloft.plugin.v1.Task.SampleBatches:input_type -> hayloft.plugin.v1.SamplesRequest
+	11, // 31: hayloft.plugin.v1.Task.CountSamples:input_type -> hayloft.plugin.v1.SamplesRequest
+	16, // 32: hayloft.plugin.v1.Model.Generate:input_type -> hayloft.plugin.v1.GenerateRequest
+	20, // 33: hayloft.plugin.v1.Model.Tokenize:input_type -> hayloft.plugin.v1.TokenizeRequest
+	23, // 34: hayloft.plugin.v1.Scorer.Score:input_type -> hayloft.plugin.v1.ScoreRequest
+	25, // 35: hayloft.plugin.v1.Scorer.Aggregate:input_type -> hayloft.plugin.v1.AggregateRequest
+	27, // 36: hayloft.plugin.v1.Retriever.Retrieve:input_type -> hayloft.plugin.v1.RetrieveRequest
+	31, // 37: hayloft.plugin.v1.Calls.Stream:input_type -> hayloft.plugin.v1.CallBatch
+	6,  // 38: hayloft.plugin.v1.Lifecycle.Configure:output_type -> hayloft.plugin.v1.ConfigureResponse
+	8,  // 39: hayloft.plugin.v1.Lifecycle.Validate:output_type -> hayloft.plugin.v1.ValidateResponse
+	10, // 40: hayloft.plugin.v1.Lifecycle.Close:output_type -> hayloft.plugin.v1.CloseResponse
+	12, // 41: hayloft.plugin.v1.Task.Samples:output_type -> hayloft.plugin.v1.SamplesResponse
+	13, // 42: hayloft.plugin.v1.Task.SampleBatches:output_type -> hayloft.plugin.v1.SampleBatch
+	14, // 43: hayloft.plugin.v1.Task.CountSamples:output_type -> hayloft.plugin.v1.CountSamplesResponse
+	19, // 44: hayloft.plugin.v1.Model.Generate:output_type -> hayloft.plugin.v1.GenerateResponse
+	22, // 45: hayloft.plugin.v1.Model.Tokenize:output_type -> hayloft.plugin.v1.TokenizeResponse
+	24, // 46: hayloft.plugin.v1.Scorer.Score:output_type -> hayloft.plugin.v1.ScoreResponse
+	26, // 47: hayloft.plugin.v1.Scorer.Aggregate:output_type -> hayloft.plugin.v1.AggregateResponse
+	29, // 48: hayloft.plugin.v1.Retriever.Retrieve:output_type -> hayloft.plugin.v1.RetrieveResponse
+	33, // 49: hayloft.plugin.v1.Calls.Stream:output_type -> hayloft.plugin.v1.ReplyBatch
+	38, // [38:50] is the sub-list for method output_type
+	26, // [26:38] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_hayloft_plugin_v1_plugin_proto_init() }
@@ -1970,16 +2391,26 @@ func file_hayloft_plugin_v1_plugin_proto_init() {
 	if File_hayloft_plugin_v1_plugin_proto != nil {
 		return
 	}
-	file_hayloft_plugin_v1_plugin_proto_msgTypes[13].OneofWrappers = []any{}
+	file_hayloft_plugin_v1_plugin_proto_msgTypes[14].OneofWrappers = []any{}
+	file_hayloft_plugin_v1_plugin_proto_msgTypes[29].OneofWrappers = []any{
+		(*Call_Generate)(nil),
+		(*Call_Score)(nil),
+		(*Call_Retrieve)(nil),
+	}
+	file_hayloft_plugin_v1_plugin_proto_msgTypes[31].OneofWrappers = []any{
+		(*Reply_Generate)(nil),
+		(*Reply_Score)(nil),
+		(*Reply_Retrieve)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hayloft_plugin_v1_plugin_proto_rawDesc), len(file_hayloft_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   33,
 			NumExtensions: 0,
-			NumServices:   5,
+			NumServices:   6,
 		},
 		GoTypes:           file_hayloft_plugin_v1_plugin_proto_goTypes,
 		DependencyIndexes: file_hayloft_plugin_v1_plugin_proto_depIdxs,

@@ -209,8 +209,9 @@ var Lifecycle_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Task_Samples_FullMethodName      = "/hayloft.plugin.v1.Task/Samples"
-	Task_CountSamples_FullMethodName = "/hayloft.plugin.v1.Task/CountSamples"
+	Task_Samples_FullMethodName       = "/hayloft.plugin.v1.Task/Samples"
+	Task_SampleBatches_FullMethodName = "/hayloft.plugin.v1.Task/SampleBatches"
+	Task_CountSamples_FullMethodName  = "/hayloft.plugin.v1.Task/CountSamples"
 )
 
 // TaskClient is the client API for Task service.
@@ -218,6 +219,10 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type TaskClient interface {
 	Samples(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SamplesResponse], error)
+	// SampleBatches is Samples with as many samples per message as have
+	// queued, which saves a message per sample at high rates. Hosts fall back
+	// to Samples when a plugin does not serve it (Unimplemented).
+	SampleBatches(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SampleBatch], error)
 	// Optional (sdk.SampleCounter): Unimplemented when the task cannot tell.
 	CountSamples(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (*CountSamplesResponse, error)
 }
@@ -249,6 +254,25 @@ func (c *taskClient) Samples(ctx context.Context, in *SamplesRequest, opts ...gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Task_SamplesClient = grpc.ServerStreamingClient[SamplesResponse]
 
+func (c *taskClient) SampleBatches(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SampleBatch], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Task_ServiceDesc.Streams[1], Task_SampleBatches_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SamplesRequest, SampleBatch]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Task_SampleBatchesClient = grpc.ServerStreamingClient[SampleBatch]
+
 func (c *taskClient) CountSamples(ctx context.Context, in *SamplesRequest, opts ...grpc.CallOption) (*CountSamplesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CountSamplesResponse)
@@ -264,6 +288,10 @@ func (c *taskClient) CountSamples(ctx context.Context, in *SamplesRequest, opts 
 // for forward compatibility.
 type TaskServer interface {
 	Samples(*SamplesRequest, grpc.ServerStreamingServer[SamplesResponse]) error
+	// SampleBatches is Samples with as many samples per message as have
+	// queued, which saves a message per sample at high rates. Hosts fall back
+	// to Samples when a plugin does not serve it (Unimplemented).
+	SampleBatches(*SamplesRequest, grpc.ServerStreamingServer[SampleBatch]) error
 	// Optional (sdk.SampleCounter): Unimplemented when the task cannot tell.
 	CountSamples(context.Context, *SamplesRequest) (*CountSamplesResponse, error)
 	mustEmbedUnimplementedTaskServer()
@@ -278,6 +306,9 @@ type UnimplementedTaskServer struct{}
 
 func (UnimplementedTaskServer) Samples(*SamplesRequest, grpc.ServerStreamingServer[SamplesResponse]) error {
 	return status.Error(codes.Unimplemented, "method Samples not implemented")
+}
+func (UnimplementedTaskServer) SampleBatches(*SamplesRequest, grpc.ServerStreamingServer[SampleBatch]) error {
+	return status.Error(codes.Unimplemented, "method SampleBatches not implemented")
 }
 func (UnimplementedTaskServer) CountSamples(context.Context, *SamplesRequest) (*CountSamplesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CountSamples not implemented")
@@ -314,6 +345,17 @@ func _Task_Samples_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Task_SamplesServer = grpc.ServerStreamingServer[SamplesResponse]
 
+func _Task_SampleBatches_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SamplesRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(TaskServer).SampleBatches(m, &grpc.GenericServerStream[SamplesRequest, SampleBatch]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Task_SampleBatchesServer = grpc.ServerStreamingServer[SampleBatch]
+
 func _Task_CountSamples_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SamplesRequest)
 	if err := dec(in); err != nil {
@@ -348,6 +390,11 @@ var Task_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Samples",
 			Handler:       _Task_Samples_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "SampleBatches",
+			Handler:       _Task_SampleBatches_Handler,
 			ServerStreams: true,
 		},
 	},
@@ -737,5 +784,107 @@ var Retriever_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
+	Metadata: "hayloft/plugin/v1/plugin.proto",
+}
+
+const (
+	Calls_Stream_FullMethodName = "/hayloft.plugin.v1.Calls/Stream"
+)
+
+// CallsClient is the client API for Calls service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type CallsClient interface {
+	// Replies come in completion order, not call order. The stream lasts as
+	// long as the host keeps it; closing its side lets the running calls
+	// finish and be answered first.
+	Stream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CallBatch, ReplyBatch], error)
+}
+
+type callsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewCallsClient(cc grpc.ClientConnInterface) CallsClient {
+	return &callsClient{cc}
+}
+
+func (c *callsClient) Stream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[CallBatch, ReplyBatch], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Calls_ServiceDesc.Streams[0], Calls_Stream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CallBatch, ReplyBatch]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Calls_StreamClient = grpc.BidiStreamingClient[CallBatch, ReplyBatch]
+
+// CallsServer is the server API for Calls service.
+// All implementations must embed UnimplementedCallsServer
+// for forward compatibility.
+type CallsServer interface {
+	// Replies come in completion order, not call order. The stream lasts as
+	// long as the host keeps it; closing its side lets the running calls
+	// finish and be answered first.
+	Stream(grpc.BidiStreamingServer[CallBatch, ReplyBatch]) error
+	mustEmbedUnimplementedCallsServer()
+}
+
+// UnimplementedCallsServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedCallsServer struct{}
+
+func (UnimplementedCallsServer) Stream(grpc.BidiStreamingServer[CallBatch, ReplyBatch]) error {
+	return status.Error(codes.Unimplemented, "method Stream not implemented")
+}
+func (UnimplementedCallsServer) mustEmbedUnimplementedCallsServer() {}
+func (UnimplementedCallsServer) testEmbeddedByValue()               {}
+
+// UnsafeCallsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to CallsServer will
+// result in compilation errors.
+type UnsafeCallsServer interface {
+	mustEmbedUnimplementedCallsServer()
+}
+
+func RegisterCallsServer(s grpc.ServiceRegistrar, srv CallsServer) {
+	// If the following call panics, it indicates UnimplementedCallsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Calls_ServiceDesc, srv)
+}
+
+func _Calls_Stream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(CallsServer).Stream(&grpc.GenericServerStream[CallBatch, ReplyBatch]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Calls_StreamServer = grpc.BidiStreamingServer[CallBatch, ReplyBatch]
+
+// Calls_ServiceDesc is the grpc.ServiceDesc for Calls service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Calls_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "hayloft.plugin.v1.Calls",
+	HandlerType: (*CallsServer)(nil),
+	Methods:     []grpc.MethodDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Stream",
+			Handler:       _Calls_Stream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "hayloft/plugin/v1/plugin.proto",
 }

@@ -1,0 +1,178 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
+)
+
+// callsServer serves the Calls stream: every call runs in its own goroutine,
+// as a unary RPC would, through the same handlers; replies queue and go back
+// in batches, like calls do on the host side.
+type callsServer struct {
+	pb.UnimplementedCallsServer
+	s *Server
+}
+
+func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.ReplyBatch]) error {
+	ctx, cancelAll := context.WithCancel(stream.Context())
+	defer cancelAll()
+	out := &replyQueue{wake: make(chan struct{}, 1)}
+
+	var (
+		mu      sync.Mutex
+		running = map[uint64]context.CancelFunc{}
+		calls   sync.WaitGroup
+	)
+	recvDone := make(chan error, 1)
+	go func() {
+		for {
+			b, err := stream.Recv()
+			if err != nil {
+				recvDone <- err
+				return
+			}
+			for _, c := range b.GetCalls() {
+				if c.GetCancel() {
+					mu.Lock()
+					if cancel, ok := running[c.GetId()]; ok {
+						cancel()
+					}
+					mu.Unlock()
+					continue
+				}
+				cctx, cancel := callContext(ctx, c.GetDeadlineUnixNano())
+				mu.Lock()
+				running[c.GetId()] = cancel
+				mu.Unlock()
+				calls.Add(1)
+				go func() {
+					defer calls.Done()
+					r := cs.run(cctx, c)
+					mu.Lock()
+					delete(running, c.GetId())
+					mu.Unlock()
+					cancel()
+					out.push(r)
+				}()
+			}
+		}
+	}()
+
+	// allDone closes once the host has closed its side and every call it
+	// made has been answered.
+	allDone := make(chan struct{})
+	var recvErr error
+	for {
+		select {
+		case <-out.wake:
+			for {
+				batch := out.take()
+				if len(batch) == 0 {
+					break
+				}
+				if err := stream.Send(&pb.ReplyBatch{Replies: batch}); err != nil {
+					return err
+				}
+			}
+		case recvErr = <-recvDone:
+			if !errors.Is(recvErr, io.EOF) {
+				return recvErr // the host went away: cancelAll stops the calls
+			}
+			go func() {
+				calls.Wait()
+				close(allDone)
+			}()
+		case <-allDone:
+			if batch := out.take(); len(batch) > 0 {
+				if err := stream.Send(&pb.ReplyBatch{Replies: batch}); err != nil {
+					return err
+				}
+				continue
+			}
+			return nil
+		}
+	}
+}
+
+func callContext(parent context.Context, deadline int64) (context.Context, context.CancelFunc) {
+	if deadline == 0 {
+		return context.WithCancel(parent)
+	}
+	return context.WithDeadline(parent, time.Unix(0, deadline))
+}
+
+// run answers one call through the unary handler of its kind, so both paths
+// behave alike.
+func (cs callsServer) run(ctx context.Context, c *pb.Call) *pb.Reply {
+	r := &pb.Reply{Id: c.GetId()}
+	if err := cs.dispatch(ctx, c, r); err != nil {
+		r.Response, r.Error = nil, replyError(err)
+	}
+	return r
+}
+
+// dispatch fills r's response; a panic in component code becomes the
+// call's error, as the unary interceptor makes it for unary calls.
+func (cs callsServer) dispatch(ctx context.Context, c *pb.Call, r *pb.Reply) (err error) {
+	defer recoverPanic(cs.s.logger, "/hayloft.plugin.v1.Calls/Stream", &err)
+	switch req := c.GetRequest().(type) {
+	case *pb.Call_Generate:
+		resp, err := modelServer{s: cs.s}.Generate(ctx, req.Generate)
+		r.Response = &pb.Reply_Generate{Generate: resp}
+		return err
+	case *pb.Call_Score:
+		resp, err := scorerServer{s: cs.s}.Score(ctx, req.Score)
+		r.Response = &pb.Reply_Score{Score: resp}
+		return err
+	case *pb.Call_Retrieve:
+		resp, err := retrieverServer{s: cs.s}.Retrieve(ctx, req.Retrieve)
+		r.Response = &pb.Reply_Retrieve{Retrieve: resp}
+		return err
+	}
+	return plainStatus(codes.Unimplemented, "call %d: no request of a known kind", c.GetId())
+}
+
+// replyError is the *pb.Error a unary handler's status error carries.
+func replyError(err error) *pb.Error {
+	if st, ok := status.FromError(err); ok {
+		for _, d := range st.Details() {
+			if e, ok := d.(*pb.Error); ok {
+				return e
+			}
+		}
+		return &pb.Error{Message: st.Message()}
+	}
+	return errorToProto(err)
+}
+
+// replyQueue collects finished calls' replies for the sending loop.
+type replyQueue struct {
+	wake chan struct{} // capacity 1
+	mu   sync.Mutex
+	q    []*pb.Reply
+}
+
+func (q *replyQueue) push(r *pb.Reply) {
+	q.mu.Lock()
+	q.q = append(q.q, r)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *replyQueue) take() []*pb.Reply {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return takeBatch(&q.q)
+}
