@@ -250,7 +250,14 @@ type fitted struct {
 
 // fit renders smp and, when the model's window is known, truncates the
 // context so that no request over the window ever reaches the server.
-func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample) (fitted, error) {
+// Without a window nothing needs counting; measure asks for the prompt's
+// length anyway (gen reports it; a run journals the server's own count, and
+// tokenizing a long context just for the record would cost more CPU than
+// the rest of the sample's way through the kernel).
+func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample, measure bool) (fitted, error) {
+	if h.settings.ContextWindow == 0 && !measure {
+		return fitted{messages: smp.Render()}, nil
+	}
 	var counter prompt.Counter = h.enc
 	var own *modelCounter
 	switch {

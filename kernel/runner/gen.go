@@ -101,7 +101,7 @@ func (r *Runner) genEval(ctx context.Context, ev *config.Eval, comps *components
 				}
 			}
 			for j, h := range models {
-				f, err := h.fit(ctx, s)
+				f, err := h.fit(ctx, s, true)
 				if err != nil {
 					return fmt.Errorf("%s: sample %q: %w", ev.Models[j].Ref(), smp.ID, err)
 				}

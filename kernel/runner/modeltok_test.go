@@ -123,13 +123,13 @@ func TestFitUsesTheTasksCountOnlyToReport(t *testing.T) {
 	smp := &sdk.Sample{ID: "1", Context: text, Question: "Is the hay dry?",
 		Length: sdk.Length{Tokens: enc.Count(text) + 100, Tokenizer: "cl100k_base"}}
 	measure := handle("")
-	fast, err := measure.fit(context.Background(), smp)
+	fast, err := measure.fit(context.Background(), smp, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exact := *smp
 	exact.Length = sdk.Length{}
-	slow, err := measure.fit(context.Background(), &exact)
+	slow, err := measure.fit(context.Background(), &exact, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestFitUsesTheTasksCountOnlyToReport(t *testing.T) {
 	// Another tokenizer's count is never used.
 	other := *smp
 	other.Length.Tokenizer = "o200k_base"
-	if got, _ := measure.fit(context.Background(), &other); got.tokens != slow.tokens {
+	if got, _ := measure.fit(context.Background(), &other, true); got.tokens != slow.tokens {
 		t.Fatalf("used an o200k count for a cl100k prompt: %d vs %d", got.tokens, slow.tokens)
 	}
 
@@ -147,7 +147,7 @@ func TestFitUsesTheTasksCountOnlyToReport(t *testing.T) {
 	small := *smp
 	small.Context = strings.Repeat("The hay is dry. ", 300)
 	small.Length = sdk.Length{Tokens: 10, Tokenizer: "cl100k_base"}
-	got, err := handle("\n  context_window = 1000\n  max_tokens = 100\n").fit(context.Background(), &small)
+	got, err := handle("\n  context_window = 1000\n  max_tokens = 100\n").fit(context.Background(), &small, true)
 	if err != nil || !got.truncated || got.tokens > 900 {
 		t.Fatalf("fit = %+v, %v; want a cut to at most 900 tokens", got, err)
 	}

@@ -520,7 +520,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 			meta.Chunks = append(meta.Chunks, c.ID)
 		}
 	}
-	fitted, err := rw.model.fit(ctx, smp)
+	fitted, err := rw.model.fit(ctx, smp, false)
 	if err != nil {
 		r.sampleFailed(ctx, runID, evalName, rw, smp, "", err, false)
 		return 0
@@ -549,8 +549,9 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		return 0
 	}
 	var text string
+	var usage sdk.Usage
 	if hit {
-		text = cached.Response.Text
+		text, usage = cached.Response.Text, cached.Response.Usage
 		rw.mu.Lock()
 		rw.res.Cached++
 		rw.mu.Unlock()
@@ -570,7 +571,10 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 			rw.cancel(fmt.Errorf("journal: %w", err))
 			return wait
 		}
-		text = resp.Text
+		text, usage = resp.Text, resp.Usage
+	}
+	if meta.SentTokens == 0 {
+		meta.SentTokens = usage.PromptTokens
 	}
 	rw.mu.Lock()
 	rw.successes++

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,4 +104,74 @@ func BenchmarkLookupResponse(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkSampleJournal journals samples the way the runner does: 64
+// goroutines, each sample a PutResponse (one response, one attempt) followed
+// by a PutResult (one sample, one score), every call blocking until its group
+// commit is done. cpu-µs/sample is the process's user+system CPU per sample,
+// all goroutines included, which is what the journal costs a run.
+func BenchmarkSampleJournal(b *testing.B) {
+	const workers = 64
+	ctx := context.Background()
+	s := openTest(b)
+	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "bench.hcl"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "niah", Model: "m", Scorers: []string{"contains"}}); err != nil {
+		b.Fatal(err)
+	}
+	id := testIdentity()
+	var next atomic.Int64
+	one := func(i int64) error {
+		key := fmt.Sprintf("%064x", i)
+		req := &sdk.GenerateRequest{
+			Messages: []sdk.Message{
+				{Role: "system", Content: "Answer with the number only."},
+				{Role: "user", Content: fmt.Sprintf("The magic number is %d. Some filler text follows the needle here. What is the magic number?", i)},
+			},
+			Params: sdk.GenerationParams{MaxTokens: 32},
+		}
+		resp := &sdk.GenerateResponse{Text: "The answer is 42.", FinishReason: "stop",
+			Usage:    sdk.Usage{PromptTokens: 60, CompletionTokens: 6},
+			Attempts: []sdk.Attempt{{Status: 200, LatencyMS: 12.5}}}
+		if err := s.PutResponse(ctx, key, id, req, resp, 12*time.Millisecond); err != nil {
+			return err
+		}
+		smp := &sdk.Sample{ID: fmt.Sprintf("s%d", i), Question: "What is the magic number?", Targets: []string{"42"},
+			Length: sdk.Length{Tokens: 1000, Tokenizer: "cl100k_base"}, Depth: 0.5, Language: "en",
+			Metadata: map[string]any{"needle": "The magic number is 42."}}
+		meta := SampleMeta{Index: int(i), SentTokens: 1000, RequestKey: key}
+		scores := []NamedScore{{Scorer: "contains", Score: &sdk.ScoreResponse{Value: 1}}}
+		return s.PutResult(ctx, run, "e", smp, meta, scores)
+	}
+	b.ReportAllocs()
+	before := cpuTime(b)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				if err := one(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	cpu := cpuTime(b) - before
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/sample")
+}
+
+// cpuTime is the user+system CPU the process has used so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

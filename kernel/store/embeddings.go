@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 )
 
 // The embedding cache maps (embedder identity, SHA-256 of a chunk's text) to
@@ -96,10 +95,14 @@ func (s *Store) getEmbeddings(ctx context.Context, embedder, in string, args []a
 
 const selectEmbedding = `SELECT vector FROM embeddings WHERE embedder = $1 AND chunk_sha256 = $2`
 
-const insertEmbedding = `INSERT INTO embeddings (embedder, chunk_sha256, dims, vector, created_at)
-			VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (embedder, chunk_sha256) DO UPDATE SET dims = excluded.dims, vector = excluded.vector,
-				created_at = excluded.created_at`
+// A vector put again replaces the cached one.
+var embeddingsTable = &table{
+	name:    "embeddings",
+	columns: []string{"embedder", "chunk_sha256", "dims", "vector", "created_at"},
+	conflict: `ON CONFLICT (embedder, chunk_sha256) DO UPDATE SET dims = excluded.dims, vector = excluded.vector,
+				created_at = excluded.created_at`,
+	stamped: true,
+}
 
 // PutEmbedding caches one chunk's vector.
 func (s *Store) PutEmbedding(ctx context.Context, embedder string, chunkHash [32]byte, vec []float32) error {
@@ -112,23 +115,14 @@ func (s *Store) PutEmbeddings(ctx context.Context, embedder string, hashes [][32
 	if len(hashes) != len(vecs) {
 		return fmt.Errorf("put embeddings %s: %d hashes for %d vectors", embedder, len(hashes), len(vecs))
 	}
-	blobs := make([][]byte, len(vecs))
+	rows := make([]row, len(vecs))
 	for i, v := range vecs {
 		if len(v) == 0 {
 			return fmt.Errorf("put embeddings %s/%s: empty vector", embedder, hex.EncodeToString(hashes[i][:]))
 		}
-		blobs[i] = encodeVector(v)
+		rows[i] = row{embeddingsTable, []any{embedder, hashes[i][:], len(v), encodeVector(v)}}
 	}
-	now := formatTime(time.Now())
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		for i, h := range hashes {
-			if _, err := s.exec(ctx, tx, insertEmbedding, embedder, h[:], len(vecs[i]), blobs[i], now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.writeRows(ctx, rows...); err != nil {
 		return fmt.Errorf("put embeddings %s: %w", embedder, err)
 	}
 	return nil

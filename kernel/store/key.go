@@ -159,11 +159,16 @@ func checkExtra(path string, m map[string]any) error {
 	return nil
 }
 
+// nameSeparators deletes the separators secretName ignores. It is built
+// once: building a Replacer costs far more than using it, and Validate runs
+// it on every key of an identity's Extra.
+var nameSeparators = strings.NewReplacer("_", "", "-", "", ".", "", " ", "")
+
 // secretName reports whether a setting's name suggests a credential
 // ("api_key", "Authorization", "access-token"), ignoring case and
 // separators. "max_tokens" and "tokenizer" are not credentials.
 func secretName(name string) bool {
-	n := strings.ToLower(strings.NewReplacer("_", "", "-", "", ".", "", " ", "").Replace(name))
+	n := strings.ToLower(nameSeparators.Replace(name))
 	switch n {
 	case "key", "auth", "authorization", "cookie", "sig", "signature":
 		return true

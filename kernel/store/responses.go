@@ -75,15 +75,12 @@ func (s *Store) LookupResponse(ctx context.Context, key string) (*CachedResponse
 // wins: a second one (two evals sending the same request at once) is dropped,
 // so every reader of the cache sees the same answer.
 func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, req *sdk.GenerateRequest, resp *sdk.GenerateResponse, latency time.Duration) error {
-	if err := id.Validate(); err != nil {
+	identity, err := s.identities.encode(id)
+	if err != nil {
 		return fmt.Errorf("put response %s: %w", key, err)
 	}
 	if resp == nil {
 		return fmt.Errorf("put response %s: nil response", key)
-	}
-	identity, err := json.Marshal(id)
-	if err != nil {
-		return fmt.Errorf("put response %s: identity: %w", key, err)
 	}
 	var jr journaledRequest
 	if req != nil {
@@ -93,17 +90,10 @@ func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, r
 	if err != nil {
 		return fmt.Errorf("put response %s: request: %w", key, err)
 	}
-	now := formatTime(time.Now())
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, insertResponse,
-			key, string(identity), string(request), resp.Text, resp.FinishReason,
-			resp.Usage.PromptTokens, resp.Usage.CompletionTokens, ms(latency), now)
-		if err != nil {
-			return err
-		}
-		return s.execAttempts(ctx, tx, key, resp.Attempts, now)
-	})
-	if err != nil {
+	rows := make([]row, 1, 1+len(resp.Attempts))
+	rows[0] = row{responsesTable, []any{key, identity, string(request), resp.Text, resp.FinishReason,
+		resp.Usage.PromptTokens, resp.Usage.CompletionTokens, ms(latency)}}
+	if err := s.writeRows(ctx, appendAttempts(rows, key, resp.Attempts)...); err != nil {
 		return fmt.Errorf("put response %s: %w", key, err)
 	}
 	s.known.add(key)
@@ -169,19 +159,30 @@ func (k *knownKeys) add(key string) {
 	k.keys[key] = struct{}{}
 }
 
-const (
-	selectResponse = `SELECT identity, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at
+const selectResponse = `SELECT identity, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at
 		FROM responses WHERE key = $1`
-	insertResponse = `INSERT INTO responses
-			(key, identity, request, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (key) DO NOTHING`
-	insertFailure = `INSERT INTO failures (run_id, eval_name, sample_id, request_key, code, message, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET request_key = excluded.request_key,
-				code = excluded.code, message = excluded.message, created_at = excluded.created_at`
-	insertAttempt = `INSERT INTO attempts (request_key, attempt, status, latency_ms, error, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`
+
+var (
+	// The first response under a key wins.
+	responsesTable = &table{
+		name: "responses",
+		columns: []string{"key", "identity", "request", "text", "finish_reason",
+			"prompt_tokens", "completion_tokens", "latency_ms", "created_at"},
+		conflict: `ON CONFLICT (key) DO NOTHING`,
+		stamped:  true,
+	}
+	failuresTable = &table{
+		name:    "failures",
+		columns: []string{"run_id", "eval_name", "sample_id", "request_key", "code", "message", "created_at"},
+		conflict: `ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET request_key = excluded.request_key,
+				code = excluded.code, message = excluded.message, created_at = excluded.created_at`,
+		stamped: true,
+	}
+	attemptsTable = &table{
+		name:    "attempts",
+		columns: []string{"request_key", "attempt", "status", "latency_ms", "error", "created_at"},
+		stamped: true,
+	}
 )
 
 // Failure codes PutFailure records for errors that carry none of their own.
@@ -206,12 +207,7 @@ type Failure struct {
 // same sample in the same run replaces the first.
 func (s *Store) PutFailure(ctx context.Context, runID, evalName, sampleID, key string, failure error) error {
 	code, msg := failureCode(failure)
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, insertFailure,
-			runID, evalName, sampleID, key, code, msg, formatTime(time.Now()))
-		return err
-	})
-	if err != nil {
+	if err := s.writeRows(ctx, row{failuresTable, []any{runID, evalName, sampleID, key, code, msg}}); err != nil {
 		return fmt.Errorf("put failure %s/%s/%s: %w", runID, evalName, sampleID, err)
 	}
 	return nil
@@ -275,11 +271,7 @@ type AttemptRecord struct {
 // PutAttempt journals one try at the request with key (one of
 // GenerateResponse.Attempts, or of a failed request's attempt log).
 func (s *Store) PutAttempt(ctx context.Context, key string, attempt int, status string, latency time.Duration, errMsg string) error {
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, insertAttempt, key, attempt, status, ms(latency), errMsg, formatTime(time.Now()))
-		return err
-	})
-	if err != nil {
+	if err := s.writeRows(ctx, row{attemptsTable, []any{key, attempt, status, ms(latency), errMsg}}); err != nil {
 		return fmt.Errorf("put attempt %d of %s: %w", attempt, key, err)
 	}
 	return nil
@@ -290,23 +282,18 @@ func (s *Store) PutAttempts(ctx context.Context, key string, attempts []sdk.Atte
 	if len(attempts) == 0 {
 		return nil
 	}
-	now := formatTime(time.Now())
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return s.execAttempts(ctx, tx, key, attempts, now)
-	})
-	if err != nil {
+	if err := s.writeRows(ctx, appendAttempts(nil, key, attempts)...); err != nil {
 		return fmt.Errorf("put attempts of %s: %w", key, err)
 	}
 	return nil
 }
 
-func (s *Store) execAttempts(ctx context.Context, tx *sql.Tx, key string, attempts []sdk.Attempt, now string) error {
+// appendAttempts appends the attempts rows of a request's tries to rows.
+func appendAttempts(rows []row, key string, attempts []sdk.Attempt) []row {
 	for i, a := range attempts {
-		if _, err := s.exec(ctx, tx, insertAttempt, key, i+1, attemptStatus(a), a.LatencyMS, a.Error, now); err != nil {
-			return err
-		}
+		rows = append(rows, row{attemptsTable, []any{key, i + 1, attemptStatus(a), a.LatencyMS, a.Error}})
 	}
-	return nil
+	return rows
 }
 
 // attemptStatus words an attempt's outcome for the journal: "ok", "http 429",

@@ -2,28 +2,32 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/hayloft/hayloft/sdk"
 )
 
-const (
-	insertSample = `INSERT INTO samples (run_id, eval_name, sample_id, seq, question, targets,
-				length_tokens, tokenizer, depth, language, subtask, metadata, retriever, truncated, sent_tokens, chunks, request_key)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-			ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET seq = excluded.seq, question = excluded.question,
+var (
+	// Putting a sample or a score again replaces it.
+	samplesTable = &table{
+		name: "samples",
+		columns: []string{"run_id", "eval_name", "sample_id", "seq", "question", "targets", "length_tokens", "tokenizer",
+			"depth", "language", "subtask", "metadata", "retriever", "truncated", "sent_tokens", "chunks", "request_key"},
+		conflict: `ON CONFLICT (run_id, eval_name, sample_id) DO UPDATE SET seq = excluded.seq, question = excluded.question,
 				targets = excluded.targets, length_tokens = excluded.length_tokens, tokenizer = excluded.tokenizer,
 				depth = excluded.depth, language = excluded.language, subtask = excluded.subtask,
 				metadata = excluded.metadata, retriever = excluded.retriever, truncated = excluded.truncated,
-				sent_tokens = excluded.sent_tokens, chunks = excluded.chunks, request_key = excluded.request_key`
-	insertScore = `INSERT INTO scores (run_id, eval_name, sample_id, scorer, value, invalid, details, stats, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (run_id, eval_name, scorer, sample_id) DO UPDATE SET value = excluded.value,
-				invalid = excluded.invalid, details = excluded.details, stats = excluded.stats, created_at = excluded.created_at`
+				sent_tokens = excluded.sent_tokens, chunks = excluded.chunks, request_key = excluded.request_key`,
+	}
+	scoresTable = &table{
+		name:    "scores",
+		columns: []string{"run_id", "eval_name", "sample_id", "scorer", "value", "invalid", "details", "stats", "created_at"},
+		conflict: `ON CONFLICT (run_id, eval_name, scorer, sample_id) DO UPDATE SET value = excluded.value,
+				invalid = excluded.invalid, details = excluded.details, stats = excluded.stats, created_at = excluded.created_at`,
+		stamped: true,
+	}
 )
 
 // SampleMeta is what the kernel learned about a sample on its way to the
@@ -68,58 +72,48 @@ type NamedScore struct {
 // per finished sample keeps the journal off the critical path at thousands
 // of samples per second. The eval must have been put first.
 func (s *Store) PutResult(ctx context.Context, runID, evalName string, smp *sdk.Sample, meta SampleMeta, scores []NamedScore) error {
-	sample, err := sampleArgs(runID, evalName, smp, meta)
+	sample, err := sampleRow(runID, evalName, smp, meta)
 	if err != nil {
 		return err
 	}
-	rows := make([][]any, len(scores))
+	rows := make([]row, 1+len(scores))
+	rows[0] = sample
 	for i, sc := range scores {
-		if rows[i], err = scoreArgs(runID, evalName, smp.ID, sc.Scorer, sc.Score); err != nil {
+		if rows[1+i], err = scoreRow(runID, evalName, smp.ID, sc.Scorer, sc.Score); err != nil {
 			return err
 		}
 	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := s.exec(ctx, tx, insertSample, sample...); err != nil {
-			return err
-		}
-		for _, args := range rows {
-			if _, err := s.exec(ctx, tx, insertScore, args...); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := s.writeRows(ctx, rows...); err != nil {
 		return fmt.Errorf("put sample %s/%s/%s: %w", runID, evalName, smp.ID, err)
 	}
 	return nil
 }
 
-func sampleArgs(runID, evalName string, smp *sdk.Sample, meta SampleMeta) ([]any, error) {
+func sampleRow(runID, evalName string, smp *sdk.Sample, meta SampleMeta) (row, error) {
 	if smp == nil {
-		return nil, fmt.Errorf("put sample %s/%s: nil sample", runID, evalName)
+		return row{}, fmt.Errorf("put sample %s/%s: nil sample", runID, evalName)
 	}
 	if math.IsNaN(smp.Depth) {
-		return nil, fmt.Errorf("put sample %s/%s/%s: depth is NaN; use a negative depth when it does not apply", runID, evalName, smp.ID)
+		return row{}, fmt.Errorf("put sample %s/%s/%s: depth is NaN; use a negative depth when it does not apply", runID, evalName, smp.ID)
 	}
 	targets, err := json.Marshal(nonNil(smp.Targets))
 	if err != nil {
-		return nil, fmt.Errorf("put sample %s/%s/%s: targets: %w", runID, evalName, smp.ID, err)
+		return row{}, fmt.Errorf("put sample %s/%s/%s: targets: %w", runID, evalName, smp.ID, err)
 	}
 	metadata, err := json.Marshal(smp.Metadata)
 	if err != nil {
-		return nil, fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
+		return row{}, fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
 	}
 	if smp.Metadata == nil {
 		metadata = []byte("{}")
 	}
 	chunks, err := json.Marshal(nonNil(meta.Chunks))
 	if err != nil {
-		return nil, fmt.Errorf("put sample %s/%s/%s: chunks: %w", runID, evalName, smp.ID, err)
+		return row{}, fmt.Errorf("put sample %s/%s/%s: chunks: %w", runID, evalName, smp.ID, err)
 	}
-	return []any{runID, evalName, smp.ID, meta.Index, smp.Question, string(targets),
+	return row{samplesTable, []any{runID, evalName, smp.ID, meta.Index, smp.Question, string(targets),
 		smp.Length.Tokens, smp.Length.Tokenizer, smp.Depth, smp.Language, smp.Subtask, string(metadata),
-		meta.Retriever, meta.Truncated, meta.SentTokens, string(chunks), meta.RequestKey}, nil
+		meta.Retriever, meta.Truncated, meta.SentTokens, string(chunks), meta.RequestKey}}, nil
 }
 
 // Samples lists the journaled samples of one eval of a run, in stream order.
@@ -170,30 +164,26 @@ type SampleScore struct {
 // PutScore journals a sample's score. The eval must have been put first; the
 // sample need not have been. Putting the same score twice replaces it.
 func (s *Store) PutScore(ctx context.Context, runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) error {
-	args, err := scoreArgs(runID, evalName, sampleID, scorer, sc)
+	r, err := scoreRow(runID, evalName, sampleID, scorer, sc)
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := s.exec(ctx, tx, insertScore, args...)
-		return err
-	})
-	if err != nil {
+	if err := s.writeRows(ctx, r); err != nil {
 		return fmt.Errorf("put score %s/%s/%s/%s: %w", runID, evalName, sampleID, scorer, err)
 	}
 	return nil
 }
 
-func scoreArgs(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) ([]any, error) {
+func scoreRow(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) (row, error) {
 	if sc == nil {
-		return nil, fmt.Errorf("put score %s/%s/%s/%s: nil score", runID, evalName, sampleID, scorer)
+		return row{}, fmt.Errorf("put score %s/%s/%s/%s: nil score", runID, evalName, sampleID, scorer)
 	}
 	value := sc.Value
 	if math.IsNaN(value) {
 		// SQLite stores NaN as NULL; say what is wrong instead of failing on
 		// a constraint. An invalid score's value is not used, so keep 0.
 		if !sc.Invalid {
-			return nil, fmt.Errorf("put score %s/%s/%s/%s: value is NaN; a scorer marks an unusable prediction Invalid", runID, evalName, sampleID, scorer)
+			return row{}, fmt.Errorf("put score %s/%s/%s/%s: value is NaN; a scorer marks an unusable prediction Invalid", runID, evalName, sampleID, scorer)
 		}
 		value = 0
 	}
@@ -201,14 +191,14 @@ func scoreArgs(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) 
 	if sc.Details != nil {
 		var err error
 		if details, err = json.Marshal(sc.Details); err != nil {
-			return nil, fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
+			return row{}, fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
 		}
 	}
 	stats, err := json.Marshal(nonNil(sc.Stats))
 	if err != nil {
-		return nil, fmt.Errorf("put score %s/%s/%s/%s: stats: %w", runID, evalName, sampleID, scorer, err)
+		return row{}, fmt.Errorf("put score %s/%s/%s/%s: stats: %w", runID, evalName, sampleID, scorer, err)
 	}
-	return []any{runID, evalName, sampleID, scorer, value, sc.Invalid, string(details), string(stats), formatTime(time.Now())}, nil
+	return row{scoresTable, []any{runID, evalName, sampleID, scorer, value, sc.Invalid, string(details), string(stats)}}, nil
 }
 
 // Scores returns every score one scorer gave in one eval of a run, in the
