@@ -85,6 +85,7 @@ type modelHandle struct {
 	model    sdk.Model
 	settings config.ModelSettings
 	identity store.ModelIdentity
+	keyer    *store.Keyer // request keys under identity
 	// jobs bounds the samples in progress for this model (retrieval,
 	// fitting, scoring included); limit bounds the requests at the server.
 	jobs  chan struct{}
@@ -136,7 +137,11 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*
 	if initial <= 0 || initial > ms.MaxConcurrency {
 		initial = ms.MaxConcurrency
 	}
-	h := &modelHandle{model: m, settings: ms, identity: id, comp: comp, readsSample: reads, jobs: make(chan struct{}, ms.MaxConcurrency),
+	keyer, err := store.NewKeyer(id)
+	if err != nil {
+		return nil, err
+	}
+	h := &modelHandle{model: m, settings: ms, identity: id, keyer: keyer, comp: comp, readsSample: reads, jobs: make(chan struct{}, ms.MaxConcurrency),
 		limit: limiter.New(limiter.Options{Initial: initial, Min: 1, Max: ms.MaxConcurrency})}
 	if ms.LoadProbe != "" {
 		base, _ := extra["base_url"].(string)

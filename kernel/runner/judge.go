@@ -116,7 +116,7 @@ func (j *judge) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRes
 	if greq.Params.MaxTokens == 0 {
 		greq.Params.MaxTokens = j.opts.MaxTokens
 	}
-	key, err := store.RequestKey(j.model.identity, greq)
+	key, err := j.model.keyer.Key(greq)
 	if err != nil {
 		return nil, err
 	}

@@ -535,7 +535,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.mu.Unlock()
 	}
 	req := &sdk.GenerateRequest{Messages: fitted.messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(smp)}
-	key, err := store.RequestKey(rw.model.identity, req)
+	key, err := rw.model.keyer.Key(req)
 	if err != nil {
 		rw.cancel(err)
 		return 0

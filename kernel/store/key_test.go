@@ -1,6 +1,9 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -215,5 +218,46 @@ func TestRequestKeyGolden(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Errorf("request key encoding changed: got %s want %s", got, want)
+	}
+}
+
+// The Keyer hashes the identity's encoding built once and the request's
+// appended to it; the bytes must be exactly keyDoc's encoding, or keys
+// would silently stop matching journals written before.
+func TestKeyerMatchesDoc(t *testing.T) {
+	withSample := testIdentity()
+	withSample.Extra = map[string]any{UsesSample: true, "b": []any{1.5, "<&>"}, "a": map[string]any{"z": nil}}
+	bare := ModelIdentity{Component: "x"}
+	for _, tc := range []struct {
+		name string
+		id   ModelIdentity
+		req  *sdk.GenerateRequest
+	}{
+		{"typical", testIdentity(), testRequest(3)},
+		{"nil request", testIdentity(), nil},
+		{"no messages", bare, &sdk.GenerateRequest{Params: sdk.GenerationParams{Temperature: ptr(0.5), Stop: []string{"\n"}}}},
+		{"html and unicode", bare, &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: "<b>\u2028 café & \"q\"</b>"}}}},
+		{"sample read", withSample, &sdk.GenerateRequest{Messages: []sdk.Message{{Content: "m"}}, Sample: &sdk.Sample{Context: "c<", Question: "q", Choices: []string{"A", "B"}}}},
+		{"sample not read", testIdentity(), &sdk.GenerateRequest{Sample: &sdk.Sample{Context: "c"}}},
+		{"sample read, none sent", withSample, &sdk.GenerateRequest{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := keyDoc{V: keyVersion, Plugin: tc.id.Plugin, PluginVersion: tc.id.PluginVersion, Component: tc.id.Component,
+				Endpoint: tc.id.Endpoint, Model: tc.id.Model, IdentityParams: tc.id.Params, Extra: tc.id.Extra}
+			if tc.req != nil {
+				doc.Messages, doc.Params = tc.req.Messages, tc.req.Params
+				if uses, _ := tc.id.Extra[UsesSample].(bool); uses && tc.req.Sample != nil {
+					doc.Sample = &keySample{Context: tc.req.Sample.Context, Question: tc.req.Sample.Question, Choices: tc.req.Sample.Choices}
+				}
+			}
+			b, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(b)
+			if got, want := mustKey(t, tc.id, tc.req), hex.EncodeToString(sum[:]); got != want {
+				t.Errorf("key %s, want %s (the hash of %s)", got, want, b)
+			}
+		})
 	}
 }
