@@ -452,8 +452,14 @@ func swaps(phase []*row, rw *row) bool {
 // stream makes one pass over the task, sending every sample to every live
 // row of the phase, and waits for all of them.
 func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Task, limit int, rows []*row, scorers []scorerHandle, bar *progress, cost *overhead) error {
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	slots := 1
+	for _, rw := range rows {
+		if rw.model != nil {
+			slots += rw.model.settings.MaxConcurrency
+		}
+	}
+	pool := newWorkers(slots)
+	defer pool.wait()
 	seq := 0
 	for smp, err := range task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
 		if err != nil {
@@ -474,15 +480,14 @@ func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Ta
 				continue
 			}
 			cost.start()
-			wg.Add(1)
-			go func(rw *row, smp *sdk.Sample, seq int) {
-				defer wg.Done()
+			seq := seq // seq moves on while the job runs
+			pool.run(func() {
 				defer rw.model.endJob()
 				t0 := time.Now()
 				wait := r.process(rw.ctx, runID, evalName, rw, scorers, smp, seq)
 				cost.done(time.Since(t0) - wait)
 				bar.add()
-			}(rw, smp, seq)
+			})
 		}
 		seq++
 		if !live || limit > 0 && seq >= limit {
@@ -490,6 +495,45 @@ func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Ta
 		}
 	}
 	return nil
+}
+
+// workers runs a phase's samples on goroutines that outlive them. A fresh
+// goroutine per sample grows a new stack through JSON encoding, gRPC and
+// the journal every time, which cost more CPU than the kernel's own work on
+// the sample. Workers start as needed, up to max; the models' job slots
+// (startJob) bound how many samples run at once.
+type workers struct {
+	jobs chan func() // unbuffered: a send succeeds only when a worker is idle
+	wg   sync.WaitGroup
+	n    int
+	max  int
+}
+
+func newWorkers(max int) *workers { return &workers{jobs: make(chan func()), max: max} }
+
+func (w *workers) run(f func()) {
+	select {
+	case w.jobs <- f:
+		return
+	default:
+	}
+	if w.n < w.max {
+		w.n++
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for f := range w.jobs {
+				f()
+			}
+		}()
+	}
+	w.jobs <- f
+}
+
+// wait lets the running jobs finish and stops the workers.
+func (w *workers) wait() {
+	close(w.jobs)
+	w.wg.Wait()
 }
 
 func retrieverRef(c *config.Component) string {
