@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -45,6 +46,21 @@ func newHTTPClient() *http.Client {
 type doer struct {
 	s    *settings
 	http *http.Client
+	// getHeader and postHeader are the headers of every request without and
+	// with a body. net/http only reads a client request's Header, so one
+	// map serves all requests instead of three Sets and an Authorization
+	// string each time.
+	getHeader, postHeader http.Header
+}
+
+func newDoer(s *settings) doer {
+	get := http.Header{"Accept": {"application/json"}}
+	if s.key != "" {
+		get.Set("Authorization", "Bearer "+s.key)
+	}
+	post := get.Clone()
+	post.Set("Content-Type", "application/json")
+	return doer{s: s, http: newHTTPClient(), getHeader: get, postHeader: post}
 }
 
 // redact removes the API key from text that may have come from the server.
@@ -55,10 +71,7 @@ func (d *doer) redact(s string) string {
 	return strings.ReplaceAll(s, d.s.key, "[redacted]")
 }
 
-// do sends body (JSON) to url, retrying retryable failures with exponential
-// backoff and full jitter, and honouring Retry-After. parse receives a 2xx
-// body; its error becomes a bad_response RequestError. Every attempt is
-// returned, failed or not; on failure the error is an *AttemptsError.
+// do sends body, encoded as JSON unless nil, to url; see send.
 func (d *doer) do(ctx context.Context, method, url string, body any, parse func([]byte) error) ([]sdk.Attempt, error) {
 	var payload []byte
 	if body != nil {
@@ -67,6 +80,15 @@ func (d *doer) do(ctx context.Context, method, url string, body any, parse func(
 			return nil, fmt.Errorf("encode request for %s: %w", url, err)
 		}
 	}
+	return d.send(ctx, method, url, payload, parse)
+}
+
+// send sends payload (JSON, nil for none) to url, retrying retryable
+// failures with exponential backoff and full jitter, and honouring
+// Retry-After. parse receives a 2xx body, which it must not retain; its error
+// becomes a bad_response RequestError. Every attempt is returned, failed or
+// not; on failure the error is an *AttemptsError.
+func (d *doer) send(ctx context.Context, method, url string, payload []byte, parse func([]byte) error) ([]sdk.Attempt, error) {
 	var attempts []sdk.Attempt
 	for n := 0; ; n++ {
 		_, after, err := d.once(ctx, method, url, payload, parse, &attempts)
@@ -99,6 +121,15 @@ func (d *doer) do(ctx context.Context, method, url string, body any, parse func(
 	}
 }
 
+// bodyPool recycles response buffers: most answers are a few hundred bytes,
+// and reading each into a fresh, growing slice cost at least one allocation
+// per attempt and more garbage for the collector.
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody is the largest buffer put back: an occasional multi-megabyte
+// answer (embeddings, echoed logprobs) should not stay pinned in the pool.
+const maxPooledBody = 64 << 10
+
 // once runs a single attempt and appends it to attempts.
 func (d *doer) once(ctx context.Context, method, url string, payload []byte, parse func([]byte) error, attempts *[]sdk.Attempt) (status int, after time.Duration, err error) {
 	start := time.Now()
@@ -119,22 +150,26 @@ func (d *doer) once(ctx context.Context, method, url string, payload []byte, par
 	if err != nil {
 		return 0, 0, fmt.Errorf("build request %s %s: %w", method, url, err)
 	}
+	req.Header = d.getHeader
 	if payload != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	if d.s.key != "" {
-		req.Header.Set("Authorization", "Bearer "+d.s.key)
+		req.Header = d.postHeader
 	}
 	resp, err := d.http.Do(req)
 	if err != nil {
 		return 0, 0, d.transportError(ctx, actx, method, url, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			buf.Reset()
+			bodyPool.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxBody+1)); err != nil {
 		return resp.StatusCode, 0, d.transportError(ctx, actx, method, url, fmt.Errorf("read body: %w", err))
 	}
+	raw := buf.Bytes()
 	if len(raw) > maxBody {
 		return resp.StatusCode, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: response larger than %d bytes", method, url, maxBody)}
 	}

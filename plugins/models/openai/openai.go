@@ -20,7 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/hayloft/hayloft/sdk"
 )
@@ -32,8 +32,11 @@ const Name = "openai"
 type Client struct {
 	doer
 
-	mu    sync.Mutex // guards model, which Provision may fill in
-	model string
+	// model is read by every request and written at most once, by
+	// Provision; an atomic load keeps concurrent requests from contending.
+	model atomic.Pointer[string]
+	// genURL is the generation endpoint, chat or legacy completions.
+	genURL string
 
 	tok tokenizer
 }
@@ -61,16 +64,18 @@ func NewClient(ctx context.Context, opts sdk.Options) (*Client, error) {
 }
 
 func newClient(s *settings) *Client {
-	c := &Client{doer: doer{s: s, http: newHTTPClient()}, model: s.model}
+	c := &Client{doer: newDoer(s), genURL: s.base + "/chat/completions"}
+	if s.endpoint == "completions" {
+		c.genURL = s.base + "/completions"
+	}
+	c.model.Store(&s.model)
 	c.tok.counts = map[[32]byte]int{}
 	return c
 }
 
 // Model is the served model id the client sends.
 func (c *Client) Model() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.model
+	return *c.model.Load()
 }
 
 // Provision fills in the model id from /v1/models when none was configured:
@@ -87,9 +92,7 @@ func (c *Client) Provision(ctx context.Context) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("openai: %s/models lists no model; set model", c.s.base)
 	}
-	c.mu.Lock()
-	c.model = ids[0]
-	c.mu.Unlock()
+	c.model.Store(&ids[0])
 	return nil
 }
 
@@ -133,25 +136,41 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// completionResponse covers both endpoints: chat fills Message, legacy
-// completions fill Text (and Logprobs when asked).
-type completionResponse struct {
+// request is the body of a generation request. Unset parameters are left
+// out so the server's defaults apply. A struct rather than a map spares
+// sorting keys and boxing values on every request; extra_body is spliced in
+// by encode.
+type request struct {
+	Model       string        `json:"model,omitempty"`
+	Messages    []sdk.Message `json:"messages,omitempty"`
+	Prompt      *string       `json:"prompt,omitempty"` // a pointer: an empty prompt is still sent
+	Temperature *float64      `json:"temperature,omitempty"`
+	TopP        *float64      `json:"top_p,omitempty"`
+	MaxTokens   int           `json:"max_tokens,omitempty"`
+	Stop        []string      `json:"stop,omitempty"`
+	Seed        *int64        `json:"seed,omitempty"`
+	Echo        bool          `json:"echo,omitempty"`
+	Logprobs    int           `json:"logprobs,omitempty"`
+}
+
+// usage is the token count an answer reports.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// generateResponse is what Generate reads of an answer: chat fills Message,
+// legacy completions fill Text. Fields it does not use are left out so the
+// decoder skips them without allocating.
+type generateResponse struct {
 	Choices []struct {
-		Message *struct {
+		Message struct {
 			Content *string `json:"content"`
 		} `json:"message"`
 		Text         *string `json:"text"`
 		FinishReason string  `json:"finish_reason"`
-		Logprobs     *struct {
-			Tokens        []string   `json:"tokens"`
-			TokenLogprobs []*float64 `json:"token_logprobs"`
-			TextOffset    []int      `json:"text_offset"`
-		} `json:"logprobs"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage usage `json:"usage"`
 }
 
 // Generate sends one request. The token budget is req.Params.MaxTokens, or
@@ -163,30 +182,30 @@ func (c *Client) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.G
 		return nil, &sdk.RequestError{Code: sdk.CodeBadRequest, Msg: "openai: request has no messages"}
 	}
 	body := c.body(req.Params)
-	path := "/chat/completions"
-	if c.s.endpoint == "completions" {
-		path = "/completions"
-		body["prompt"] = completionPrompt(req.Messages)
+	chat := c.s.endpoint == "chat"
+	if chat {
+		body.Messages = req.Messages
 	} else {
-		body["messages"] = req.Messages
+		prompt := completionPrompt(req.Messages)
+		body.Prompt = &prompt
 	}
 	if req.Params.MaxTokens <= 0 && req.Sample != nil && req.Sample.MaxNewTokens > 0 {
-		body["max_tokens"] = req.Sample.MaxNewTokens
+		body.MaxTokens = req.Sample.MaxNewTokens
 	}
-	var out completionResponse
-	attempts, err := c.do(ctx, "POST", c.s.base+path, body, func(raw []byte) error {
-		out = completionResponse{}
+	var out generateResponse
+	attempts, err := c.post(ctx, c.genURL, &body, func(raw []byte) error {
+		out = generateResponse{}
 		if err := json.Unmarshal(raw, &out); err != nil {
 			return fmt.Errorf("decode answer: %w", err)
 		}
 		if len(out.Choices) == 0 {
 			return errors.New("answer has no choices")
 		}
-		ch := out.Choices[0]
-		if c.s.endpoint == "chat" && (ch.Message == nil || ch.Message.Content == nil) {
+		ch := &out.Choices[0]
+		if chat && ch.Message.Content == nil {
 			return errors.New("answer has no message content")
 		}
-		if c.s.endpoint == "completions" && ch.Text == nil {
+		if !chat && ch.Text == nil {
 			return errors.New("answer has no text")
 		}
 		return nil
@@ -194,45 +213,51 @@ func (c *Client) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.G
 	if err != nil {
 		return nil, err
 	}
-	ch := out.Choices[0]
-	resp := &sdk.GenerateResponse{FinishReason: ch.FinishReason, Attempts: attempts}
-	if ch.Message != nil {
-		resp.Text = *ch.Message.Content
-	} else {
-		resp.Text = *ch.Text
+	ch := &out.Choices[0]
+	text := ch.Text
+	if chat {
+		text = ch.Message.Content
 	}
-	if out.Usage != nil {
-		resp.Usage = sdk.Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens}
-	}
-	return resp, nil
+	return &sdk.GenerateResponse{
+		Text:         *text,
+		FinishReason: ch.FinishReason,
+		Usage:        sdk.Usage{PromptTokens: out.Usage.PromptTokens, CompletionTokens: out.Usage.CompletionTokens},
+		Attempts:     attempts,
+	}, nil
 }
 
-// body starts a request body: extra_body, the model and the decoding
-// parameters. Unset parameters are left out so the server's defaults apply.
-func (c *Client) body(p sdk.GenerationParams) map[string]any {
-	b := make(map[string]any, len(c.s.extra)+8)
-	for k, v := range c.s.extra {
-		b[k] = v
-	}
-	if m := c.Model(); m != "" {
-		b["model"] = m
-	}
-	if p.Temperature != nil {
-		b["temperature"] = *p.Temperature
-	}
-	if p.TopP != nil {
-		b["top_p"] = *p.TopP
-	}
+// body starts a request body: the model and the decoding parameters.
+func (c *Client) body(p sdk.GenerationParams) request {
+	r := request{Model: c.Model(), Temperature: p.Temperature, TopP: p.TopP, Stop: p.Stop, Seed: p.Seed}
 	if p.MaxTokens > 0 {
-		b["max_tokens"] = p.MaxTokens
+		r.MaxTokens = p.MaxTokens
 	}
-	if len(p.Stop) > 0 {
-		b["stop"] = p.Stop
+	return r
+}
+
+// post sends a generation request body with extra_body merged in.
+func (c *Client) post(ctx context.Context, url string, r *request, parse func([]byte) error) ([]sdk.Attempt, error) {
+	payload, err := c.encode(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode request for %s: %w", url, err)
 	}
-	if p.Seed != nil {
-		b["seed"] = *p.Seed
+	return c.send(ctx, "POST", url, payload, parse)
+}
+
+// encode encodes r with extra_body's members first. They never collide with
+// r's fields: parseOptions rejects extra_body keys in reservedBody, which
+// names them all.
+func (c *Client) encode(r *request) ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil || len(c.s.extra) == 0 {
+		return b, err
 	}
-	return b
+	out := make([]byte, 0, len(b)+len(c.s.extra)+1)
+	out = append(append(out, '{'), c.s.extra...)
+	if len(b) > len("{}") {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...), nil
 }
 
 // completionPrompt flattens chat messages for the legacy endpoint, which
@@ -246,21 +271,29 @@ func completionPrompt(msgs []sdk.Message) string {
 	return strings.Join(parts, "\n\n")
 }
 
+// logprobsResponse is what LogLikelihood reads of a completions answer.
+type logprobsResponse struct {
+	Choices []struct {
+		Logprobs *struct {
+			TokenLogprobs []*float64 `json:"token_logprobs"`
+			TextOffset    []int      `json:"text_offset"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+	Usage *usage `json:"usage"` // nil when absent: LogLikelihood must know
+}
+
 // LogLikelihood scores prompt under the model: the sum of its tokens'
 // log-probabilities and the per-token values, the first token excluded (it
 // has no context). It uses the legacy completions endpoint with echo and
 // logprobs, generating one token that is then ignored, as lm-eval-harness
 // does, because some servers reject max_tokens 0.
 func (c *Client) LogLikelihood(ctx context.Context, prompt string) (float64, []float64, error) {
-	body := c.body(sdk.GenerationParams{})
-	body["prompt"] = prompt
-	body["max_tokens"] = 1
-	body["echo"] = true
-	body["logprobs"] = 1
-	body["temperature"] = 0
-	var out completionResponse
-	_, err := c.do(ctx, "POST", c.s.base+"/completions", body, func(raw []byte) error {
-		out = completionResponse{}
+	zero := 0.0
+	body := c.body(sdk.GenerationParams{Temperature: &zero, MaxTokens: 1})
+	body.Prompt, body.Echo, body.Logprobs = &prompt, true, 1
+	var out logprobsResponse
+	_, err := c.post(ctx, c.s.base+"/completions", &body, func(raw []byte) error {
+		out = logprobsResponse{}
 		if err := json.Unmarshal(raw, &out); err != nil {
 			return fmt.Errorf("decode answer: %w", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -516,5 +518,43 @@ func TestProvisionAndValidate(t *testing.T) {
 	wrong := newTestClient(t, srv.BaseURL(), map[string]any{"model": "other"})
 	if err := wrong.Validate(context.Background()); err == nil || !strings.Contains(err.Error(), "org/served") {
 		t.Errorf("Validate wrong model: %v", err)
+	}
+}
+
+// encode splices extra_body in without deduplicating keys, which is sound
+// only while every field of a generation body is one extra_body may not set.
+func TestRequestFieldsAreReserved(t *testing.T) {
+	typ := reflect.TypeOf(request{})
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if !slices.Contains(reservedBody, name) {
+			t.Errorf("request field %q is not in reservedBody", name)
+		}
+	}
+}
+
+func TestEncodeMergesExtraBody(t *testing.T) {
+	for _, tt := range []struct {
+		extra map[string]any
+		r     request
+		want  string
+	}{
+		{nil, request{Model: "m", MaxTokens: 3}, `{"model":"m","max_tokens":3}`},
+		{map[string]any{"top_k": 5, "chat_template_kwargs": map[string]any{"enable_thinking": false}}, request{Model: "m"},
+			`{"chat_template_kwargs":{"enable_thinking":false},"top_k":5,"model":"m"}`},
+		{map[string]any{"top_k": 5}, request{}, `{"top_k":5}`},
+	} {
+		opts := map[string]any{"base_url": "http://127.0.0.1/v1"}
+		if tt.extra != nil {
+			opts["extra_body"] = tt.extra
+		}
+		c, err := NewClient(context.Background(), sdk.MustOptions(opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.encode(&tt.r)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("encode(%+v) with extra_body %v = %s, %v; want %s", tt.r, tt.extra, got, err, tt.want)
+		}
 	}
 }

@@ -59,7 +59,7 @@ type settings struct {
 	maxRetries      int
 	backoff, capped time.Duration
 	endpoint        string
-	extra           map[string]any
+	extra           []byte // extra_body's members, encoded once: `"k":v,…`
 	tokenizer       string
 	batch           int
 }
@@ -72,7 +72,7 @@ func parseOptions(opts sdk.Options) (*settings, error) {
 	if o.APIKey != nil {
 		return nil, sdk.Configf("api_key", "an API key is never read from the config; put it in an environment variable and set api_key_env to its name")
 	}
-	s := &settings{model: o.Model, extra: o.ExtraBody, tokenizer: o.Tokenizer}
+	s := &settings{model: o.Model, tokenizer: o.Tokenizer}
 	if o.BaseURL == "" {
 		return nil, sdk.Configf("base_url", "required, e.g. \"http://127.0.0.1:8000/v1\"")
 	}
@@ -129,6 +129,13 @@ func parseOptions(opts sdk.Options) (*settings, error) {
 		if _, ok := o.ExtraBody[k]; ok {
 			return nil, sdk.Configf("extra_body", "%q is set by hayloft itself (decoding parameters belong in the eval's params)", k)
 		}
+	}
+	if len(o.ExtraBody) > 0 {
+		b, err := json.Marshal(o.ExtraBody)
+		if err != nil {
+			return nil, sdk.Configf("extra_body", "%v", err)
+		}
+		s.extra = b[1 : len(b)-1]
 	}
 	s.batch = 64
 	if o.BatchSize < 0 {
