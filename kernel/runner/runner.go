@@ -21,6 +21,7 @@ import (
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/stats"
+	"github.com/hayloft/hayloft/sdk/workers"
 )
 
 // Opener creates configured components. *pluginhost.Host is the production
@@ -458,8 +459,10 @@ func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Ta
 			slots += rw.model.settings.MaxConcurrency
 		}
 	}
-	pool := newWorkers(slots)
-	defer pool.wait()
+	// Reusable workers, not a goroutine per sample: see package workers.
+	// The models' job slots (startJob) bound how many samples run at once.
+	pool := workers.New(slots)
+	defer pool.Wait()
 	seq := 0
 	for smp, err := range task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
 		if err != nil {
@@ -481,7 +484,7 @@ func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Ta
 			}
 			cost.start()
 			seq := seq // seq moves on while the job runs
-			pool.run(func() {
+			pool.Go(func() {
 				defer rw.model.endJob()
 				t0 := time.Now()
 				wait := r.process(rw.ctx, runID, evalName, rw, scorers, smp, seq)
@@ -495,45 +498,6 @@ func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Ta
 		}
 	}
 	return nil
-}
-
-// workers runs a phase's samples on goroutines that outlive them. A fresh
-// goroutine per sample grows a new stack through JSON encoding, gRPC and
-// the journal every time, which cost more CPU than the kernel's own work on
-// the sample. Workers start as needed, up to max; the models' job slots
-// (startJob) bound how many samples run at once.
-type workers struct {
-	jobs chan func() // unbuffered: a send succeeds only when a worker is idle
-	wg   sync.WaitGroup
-	n    int
-	max  int
-}
-
-func newWorkers(max int) *workers { return &workers{jobs: make(chan func()), max: max} }
-
-func (w *workers) run(f func()) {
-	select {
-	case w.jobs <- f:
-		return
-	default:
-	}
-	if w.n < w.max {
-		w.n++
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			for f := range w.jobs {
-				f()
-			}
-		}()
-	}
-	w.jobs <- f
-}
-
-// wait lets the running jobs finish and stops the workers.
-func (w *workers) wait() {
-	close(w.jobs)
-	w.wg.Wait()
 }
 
 func retrieverRef(c *config.Component) string {

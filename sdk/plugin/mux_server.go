@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
+	"github.com/hayloft/hayloft/sdk/workers"
 )
 
 // callsServer serves the Calls stream: every call runs in its own goroutine,
@@ -31,9 +32,15 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 		mu      sync.Mutex
 		running = map[uint64]context.CancelFunc{}
 		calls   sync.WaitGroup
+		// Calls run on reusable goroutines (see package workers); the
+		// host bounds how many are in flight.
+		pool = workers.New(0)
 	)
 	recvDone := make(chan error, 1)
 	go func() {
+		// The only caller of pool.Go: it stops the pool once it stops
+		// taking calls.
+		defer pool.Wait()
 		for {
 			b, err := stream.Recv()
 			if err != nil {
@@ -54,7 +61,7 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 				running[c.GetId()] = cancel
 				mu.Unlock()
 				calls.Add(1)
-				go func() {
+				pool.Go(func() {
 					defer calls.Done()
 					r := cs.run(cctx, c)
 					mu.Lock()
@@ -62,7 +69,7 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 					mu.Unlock()
 					cancel()
 					out.push(r)
-				}()
+				})
 			}
 		}
 	}()
