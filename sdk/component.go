@@ -159,11 +159,19 @@ type RetrieveResponse struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-// SampleReader is an optional Model interface for models that answer from
-// GenerateRequest.Sample (its Context, Question, Choices) rather than from
-// the rendered messages alone, as the baselines do. Other models receive the
-// sample without its context, which the messages already carry: a long
-// document then crosses the plugin boundary once, not twice.
+// SampleReader is an optional Model and Scorer interface for components
+// that need the sample's context.
+//
+// A model that answers from GenerateRequest.Sample (its Context, Question,
+// Choices) rather than from the rendered messages alone, as the baselines
+// do, reports true. Other models receive the sample without its context,
+// which the messages already carry: a long document then crosses the plugin
+// boundary once, not twice.
+//
+// A scorer that scores against the context (faithfulness to the document,
+// say) reports true. Other scorers receive the sample without it: scoring
+// reads the targets and the prediction, and a 128K-token context sent to
+// every scorer for every sample would cost more than the scoring.
 type SampleReader interface {
 	ReadsSample() bool
 }

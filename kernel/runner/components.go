@@ -320,23 +320,33 @@ func (h *modelHandle) estimate(f *prompt.Fitter, smp *sdk.Sample) (int, bool) {
 	return f.CountMessages(bare.Render()) + smp.Length.Tokens, true
 }
 
-// readsSample reports whether m implements sdk.SampleReader, in process or
-// behind a plugin (which reports it as a capability).
-func readsSample(m sdk.Model) bool {
-	if inf, ok := m.(interface{ Info() plugin.Info }); ok {
+// readsSample reports whether a model or scorer implements
+// sdk.SampleReader, in process or behind a plugin (which reports it as a
+// capability).
+func readsSample(c any) bool {
+	if inf, ok := c.(interface{ Info() plugin.Info }); ok {
 		return inf.Info().Has(plugin.CapSample)
 	}
-	r, ok := m.(sdk.SampleReader)
+	r, ok := c.(sdk.SampleReader)
 	return ok && r.ReadsSample()
 }
 
-// requestSample is the sample as the model receives it: without its
-// context unless the model reads it, since the messages carry it already.
-func (h *modelHandle) requestSample(smp *sdk.Sample) *sdk.Sample {
-	if h.readsSample || smp.Context == "" {
+// withoutContext is smp as a component that does not read the context
+// receives it.
+func withoutContext(smp *sdk.Sample) *sdk.Sample {
+	if smp.Context == "" {
 		return smp
 	}
 	s := *smp
 	s.Context = ""
 	return &s
+}
+
+// requestSample is the sample as the model receives it: without its
+// context unless the model reads it, since the messages carry it already.
+func (h *modelHandle) requestSample(smp *sdk.Sample) *sdk.Sample {
+	if h.readsSample {
+		return smp
+	}
+	return withoutContext(smp)
 }

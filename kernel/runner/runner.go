@@ -250,6 +250,17 @@ func number(v any) (float64, bool) {
 type scorerHandle struct {
 	ref    string // as reported: the bare name for default scorers
 	scorer sdk.Scorer
+	// readsSample: the scorer gets the sample with its context
+	// (sdk.SampleReader); others get it without.
+	readsSample bool
+}
+
+// sample is smp as the scorer receives it.
+func (sh scorerHandle) sample(smp *sdk.Sample) *sdk.Sample {
+	if sh.readsSample {
+		return smp
+	}
+	return withoutContext(smp)
 }
 
 // modelBlocks indexes a config's model blocks by reference, for scorers
@@ -299,7 +310,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		if err != nil {
 			return fail(err.Error())
 		}
-		scorers = append(scorers, scorerHandle{ref: ref, scorer: s.(sdk.Scorer)})
+		scorers = append(scorers, scorerHandle{ref: ref, scorer: s.(sdk.Scorer), readsSample: readsSample(s)})
 	}
 	for _, m := range ev.Models {
 		mh, err := comps.model(ctx, m)
@@ -591,7 +602,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 
 	named := make([]store.NamedScore, 0, len(scorers))
 	for _, sh := range scorers {
-		sc, err := sh.scorer.Score(ctx, &sdk.ScoreRequest{Sample: smp, Prediction: text})
+		sc, err := sh.scorer.Score(ctx, &sdk.ScoreRequest{Sample: sh.sample(smp), Prediction: text})
 		if err != nil {
 			if ctx.Err() != nil {
 				return wait

@@ -515,3 +515,47 @@ eval "e" {
 		}
 	}
 }
+
+// contextScorer records whether the samples it scores carry their context.
+type contextScorer struct {
+	reads    bool
+	contexts atomic.Int64
+}
+
+func (c *contextScorer) ReadsSample() bool { return c.reads }
+
+func (c *contextScorer) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	if req.Sample.Context != "" {
+		c.contexts.Add(1)
+	}
+	if len(req.Sample.Targets) == 0 || req.Sample.Question == "" {
+		return nil, errors.New("the sample lost more than its context")
+	}
+	return &sdk.ScoreResponse{Value: 1}, nil
+}
+
+func TestScorersGetTheContextOnlyIfTheyReadIt(t *testing.T) {
+	for _, reads := range []bool{false, true} {
+		sc := &contextScorer{reads: reads}
+		f := newFixture(t, 5, map[string]*echoModel{"good": {}})
+		f.set.RegisterScorer("ctx", func(context.Context, sdk.Options) (sdk.Scorer, error) { return sc, nil })
+		res, err := f.run(t, context.Background(), `
+task "counting" "t" {}
+model "good" "g" {}
+eval "e" {
+  task    = task.counting.t
+  models  = [model.good.g]
+  scorers = ["ctx", "match"]
+}`)
+		if err != nil || res.Evals[0].Samples != 5 || res.Evals[0].Metrics["ctx"].Value != 1 || res.Evals[0].Metrics["match"].Value != 1 {
+			t.Fatalf("run: %v %+v", err, res.Evals[0])
+		}
+		want := int64(0)
+		if reads {
+			want = 5
+		}
+		if got := sc.contexts.Load(); got != want {
+			t.Errorf("reads=%v: %d score requests carried the context, want %d", reads, got, want)
+		}
+	}
+}

@@ -344,6 +344,10 @@ type scoreOutput struct {
 	Error   string         `json:"error"`
 }
 
+// ReadsSample implements sdk.SampleReader: the kernel sends the context
+// only to a module that asked for it (include_context).
+func (s *scorer) ReadsSample() bool { return s.cfg.IncludeContext }
+
 // Score implements sdk.Scorer.
 func (s *scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
 	if req.Sample == nil {
