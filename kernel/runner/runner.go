@@ -10,9 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -462,7 +465,8 @@ func swaps(phase []*row, rw *row) bool {
 }
 
 // stream makes one pass over the task, sending every sample to every live
-// row of the phase, and waits for all of them.
+// row of the phase, and waits for all of them. Samples go in the task's
+// order except where a server's prefix cache gains from another (order.go).
 func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Task, limit int, rows []*row, scorers []scorerHandle, bar *progress, cost *overhead) error {
 	slots := 1
 	for _, rw := range rows {
@@ -474,41 +478,100 @@ func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Ta
 	// The models' job slots (startJob) bound how many samples run at once.
 	pool := workers.New(slots)
 	defer pool.Wait()
-	seq := 0
-	for smp, err := range task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}) {
-		if err != nil {
-			return err
+	next, stop := iter.Pull2(task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}))
+	defer stop()
+	win := newPrefixWindow() // see order.go
+	// Workers report a group's first sample done here; at most one per job
+	// slot is in flight, so a send never blocks.
+	warmed := make(chan uint64, slots)
+	read, exhausted := 0, false
+	for {
+		for !exhausted && !win.full() {
+			smp, err, ok := next()
+			if !ok {
+				exhausted = true
+				break
+			}
+			if err != nil {
+				return err
+			}
+			win.push(smp, read)
+			if read++; limit > 0 && read >= limit {
+				exhausted = true
+			}
 		}
-		if ctx.Err() != nil {
+		// Hold a job slot of the first live row before choosing the sample:
+		// by the time one frees, the samples in flight may have warmed
+		// their groups.
+		first := slices.IndexFunc(rows, func(rw *row) bool { return rw.res.Error == "" && rw.ctx.Err() == nil })
+		if first < 0 {
 			return nil
 		}
-		live := false
-		for _, rw := range rows {
-			if rw.res.Error != "" || rw.ctx.Err() != nil {
-				continue
+		if err := rows[first].model.startJob(rows[first].ctx); err != nil {
+			continue // the row ended meanwhile
+		}
+	drain:
+		for {
+			select {
+			case k := <-warmed:
+				win.warmed(k)
+			default:
+				break drain
 			}
-			live = true
-			// Acquire before spawning: the task stream is throttled to what
-			// the models can take, so memory stays bounded.
-			if err := rw.model.startJob(rw.ctx); err != nil {
-				continue
+		}
+		p, st := win.pop()
+		if st != popped || ctx.Err() != nil {
+			rows[first].model.endJob()
+			if st == empty || ctx.Err() != nil {
+				return nil
+			}
+			select { // everything read ahead waits for a group to warm
+			case k := <-warmed:
+				win.warmed(k)
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		// A group's first sample counts its jobs down, the dispatch holding
+		// one reference until every row has its job; whoever ends last
+		// reports the group warm.
+		var refs *atomic.Int32
+		if p.leader {
+			refs = new(atomic.Int32)
+			refs.Store(1)
+		}
+		release := func() {
+			if refs != nil && refs.Add(-1) == 0 {
+				warmed <- p.key
+			}
+		}
+		for i, rw := range rows[first:] {
+			if i > 0 {
+				if rw.res.Error != "" || rw.ctx.Err() != nil {
+					continue
+				}
+				// Acquire before spawning: the task stream is throttled to
+				// what the models can take, so memory stays bounded.
+				if err := rw.model.startJob(rw.ctx); err != nil {
+					continue
+				}
 			}
 			cost.start()
-			seq := seq // seq moves on while the job runs
+			if refs != nil {
+				refs.Add(1)
+			}
 			pool.Go(func() {
 				defer rw.model.endJob()
+				defer release() // before endJob frees the slot the next choice waits on
 				t0 := time.Now()
-				wait := r.process(rw.ctx, runID, evalName, rw, scorers, smp, seq)
+				wait := r.process(rw.ctx, runID, evalName, rw, scorers, p.smp, p.seq)
 				cost.done(time.Since(t0) - wait)
 				bar.add()
 			})
 		}
-		seq++
-		if !live || limit > 0 && seq >= limit {
-			return nil
-		}
+		release()
 	}
-	return nil
 }
 
 func retrieverRef(c *config.Component) string {

@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"hash/maphash"
+	"slices"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Samples whose contexts begin alike form a group, and a server's prefix
+// cache (vLLM's automatic prefix caching, SGLang's radix cache, llama.cpp's
+// slots, hosted APIs' prompt caching) should compute the shared part once:
+// several questions about one document, or a haystack cut to many lengths.
+// So the runner
+//
+//   - sends a group's samples one after another, looking ahead in the
+//     task's stream for them, and otherwise keeps the task's order;
+//   - sends a group's first sample alone and the rest only once it is
+//     answered (a warm-up): requests sent together would each compute the
+//     shared prefix, as none of them is cached yet. Other groups fill the
+//     concurrency meanwhile.
+//
+// The look-ahead is bounded in samples and in context bytes, so a
+// long-context task does not pile documents up in memory.
+const (
+	lookaheadSamples = 256
+	lookaheadBytes   = 16 << 20
+	// prefixBytes of a context decide its group: enough to tell documents
+	// apart, little enough to hash for free.
+	prefixBytes = 2048
+	// maxGroups bounds the groups remembered as warm; past it they are
+	// forgotten, and a forgotten group's next sample warms it again.
+	maxGroups = 4096
+)
+
+// prefixWindow holds the samples read ahead of dispatch.
+type prefixWindow struct {
+	seed  maphash.Seed
+	items []pending
+	bytes int
+	last  uint64 // the group of the sample dispatched last
+	begun bool
+	// warm is true for groups whose first sample has been answered, false
+	// while it is in flight.
+	warm map[uint64]bool
+}
+
+type pending struct {
+	smp    *sdk.Sample
+	seq    int // position in the task's stream
+	key    uint64
+	leader bool // the group's first sample: call warmed when it is done
+}
+
+func newPrefixWindow() *prefixWindow {
+	return &prefixWindow{seed: maphash.MakeSeed(), warm: map[uint64]bool{}}
+}
+
+// full reports whether the window holds as much as it may; an empty window
+// always takes one more sample, however large.
+func (w *prefixWindow) full() bool {
+	return len(w.items) >= lookaheadSamples || w.bytes >= lookaheadBytes
+}
+
+func (w *prefixWindow) push(smp *sdk.Sample, seq int) {
+	c := smp.Context
+	if len(c) > prefixBytes {
+		c = c[:prefixBytes]
+	}
+	w.items = append(w.items, pending{smp: smp, seq: seq, key: maphash.String(w.seed, c)})
+	w.bytes += len(smp.Context)
+}
+
+type popResult int
+
+const (
+	popped  popResult = iota
+	empty             // nothing read ahead
+	waiting           // everything read ahead waits for its group's first sample
+)
+
+// pop takes the oldest sample of the group dispatched last, or else the
+// oldest sample, passing over groups whose first sample is in flight.
+func (w *prefixWindow) pop() (pending, popResult) {
+	if len(w.items) == 0 {
+		return pending{}, empty
+	}
+	ready := func(p pending) bool {
+		warm, known := w.warm[p.key]
+		return warm || !known
+	}
+	i := -1
+	if w.begun {
+		i = slices.IndexFunc(w.items, func(p pending) bool { return p.key == w.last && ready(p) })
+	}
+	if i < 0 {
+		i = slices.IndexFunc(w.items, ready)
+	}
+	if i < 0 {
+		return pending{}, waiting
+	}
+	p := w.items[i]
+	w.items = slices.Delete(w.items, i, i+1)
+	w.bytes -= len(p.smp.Context)
+	w.last, w.begun = p.key, true
+	if _, known := w.warm[p.key]; !known {
+		if len(w.warm) >= maxGroups {
+			w.forgetWarm()
+		}
+		w.warm[p.key] = false
+		p.leader = true
+	}
+	return p, popped
+}
+
+// warmed records that the first sample of group key has been answered.
+func (w *prefixWindow) warmed(key uint64) { w.warm[key] = true }
+
+func (w *prefixWindow) forgetWarm() {
+	for k, warm := range w.warm {
+		if warm {
+			delete(w.warm, k)
+		}
+	}
+}

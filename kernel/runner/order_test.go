@@ -1,0 +1,192 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+func TestPrefixWindowOrder(t *testing.T) {
+	long := strings.Repeat("haystack ", 1000) // longer than prefixBytes
+	for _, tc := range []struct {
+		name     string
+		contexts []string
+		want     []int // seqs in dispatch order
+	}{
+		{"task order when nothing is shared", []string{"a", "b", "c"}, []int{0, 1, 2}},
+		{"interleaved documents go together", []string{"A", "B", "A", "B", "A"}, []int{0, 2, 4, 1, 3}},
+		{"groups in order of first appearance", []string{"B", "A", "A", "B", "C", "A"}, []int{0, 3, 1, 2, 5, 4}},
+		{"only the beginning decides", []string{long + "1", "x", long + "2"}, []int{0, 2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newPrefixWindow()
+			for i, c := range tc.contexts {
+				w.push(&sdk.Sample{ID: fmt.Sprint(i), Context: c}, i)
+			}
+			var got []int
+			for p, st := w.pop(); st == popped; p, st = w.pop() {
+				got = append(got, p.seq)
+				if p.leader {
+					w.warmed(p.key)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("order %v, want %v", got, tc.want)
+			}
+			if w.bytes != 0 {
+				t.Errorf("%d bytes left in an empty window", w.bytes)
+			}
+		})
+	}
+}
+
+func TestPrefixWindowBounds(t *testing.T) {
+	w := newPrefixWindow()
+	big := strings.Repeat("x", lookaheadBytes)
+	if w.full() {
+		t.Fatal("an empty window is full")
+	}
+	w.push(&sdk.Sample{Context: big}, 0)
+	if !w.full() {
+		t.Error("a window holding lookaheadBytes is not full")
+	}
+	w.pop()
+	for i := range lookaheadSamples {
+		w.push(&sdk.Sample{Context: "c"}, i)
+	}
+	if !w.full() {
+		t.Error("a window holding lookaheadSamples is not full")
+	}
+}
+
+// docs is a task whose samples ask about two documents, interleaved.
+type docs struct{ n int }
+
+func (d docs) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*sdk.Sample, error] {
+	return func(yield func(*sdk.Sample, error) bool) {
+		for i := range d.n {
+			doc := []string{"Document A, read twice.", "Document B, read once."}[i%2]
+			s := &sdk.Sample{ID: fmt.Sprint(i), Context: doc, Question: fmt.Sprint("question ", i),
+				Targets: []string{"a" + fmt.Sprint(i)}, Depth: -1}
+			if !yield(s, nil) {
+				return
+			}
+		}
+	}
+}
+
+// orderModel records the order in which prompts reach it.
+type orderModel struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (m *orderModel) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	m.mu.Lock()
+	m.seen = append(m.seen, req.Messages[len(req.Messages)-1].Content[:len("Document A")])
+	m.mu.Unlock()
+	return &sdk.GenerateResponse{Text: "a" + req.Sample.ID}, nil
+}
+
+// The server sees one document's questions together, and the journal and
+// the metrics still follow the task's order.
+func TestSamplesSharingADocumentAreSentTogether(t *testing.T) {
+	m := &orderModel{}
+	f := newFixture(t, 0, nil)
+	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return docs{n: 8}, nil })
+	f.set.RegisterModel("order", func(context.Context, sdk.Options) (sdk.Model, error) { return m, nil })
+	res, err := f.run(t, context.Background(), `
+task "docs" "d" {}
+model "order" "o" { max_concurrency = 1 }
+eval "e" {
+  task    = task.docs.d
+  models  = [model.order.o]
+  scorers = ["match"]
+}`)
+	if err != nil || res.Evals[0].Samples != 8 {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	want := "[Document A Document A Document A Document A Document B Document B Document B Document B]"
+	if got := fmt.Sprint(m.seen); got != want {
+		t.Errorf("the server saw %s\nwant %s", got, want)
+	}
+	// Every sample is answered for itself whatever the order.
+	if v := res.Evals[0].Metrics["match"].Value; v != 1 {
+		t.Errorf("match = %v, want 1", v)
+	}
+	recs, err := f.store.Samples(context.Background(), res.RunID, "e/model.order.o/none")
+	if err != nil || len(recs) != 8 {
+		t.Fatalf("journaled samples: %v, %d", err, len(recs))
+	}
+	for i, r := range recs {
+		if r.Index != i || r.ID != fmt.Sprint(i) {
+			t.Errorf("journal row %d: index %d, id %s", i, r.Index, r.ID)
+		}
+	}
+}
+
+// warmModel checks that no request about a document starts before the
+// first one about it is answered, and counts requests in flight.
+type warmModel struct {
+	mu          sync.Mutex
+	started     map[string]int
+	answered    map[string]bool
+	early       []string
+	inFlight    int
+	maxInFlight int
+}
+
+func (m *warmModel) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	doc := req.Messages[len(req.Messages)-1].Content[:len("Document A")]
+	m.mu.Lock()
+	m.started[doc]++
+	first := m.started[doc] == 1
+	if !first && !m.answered[doc] {
+		m.early = append(m.early, req.Sample.ID)
+	}
+	m.inFlight++
+	m.maxInFlight = max(m.maxInFlight, m.inFlight)
+	m.mu.Unlock()
+	if first {
+		time.Sleep(30 * time.Millisecond) // a slow prefill: followers sent now would miss the cache
+	}
+	m.mu.Lock()
+	m.inFlight--
+	if first {
+		m.answered[doc] = true
+	}
+	m.mu.Unlock()
+	return &sdk.GenerateResponse{Text: "a" + req.Sample.ID}, nil
+}
+
+// A document's first question goes alone; the rest follow once it is
+// answered, while the other document's first question uses the slack.
+func TestGroupsWarmUpBeforeTheirFollowers(t *testing.T) {
+	m := &warmModel{started: map[string]int{}, answered: map[string]bool{}}
+	f := newFixture(t, 0, nil)
+	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return docs{n: 20}, nil })
+	f.set.RegisterModel("warm", func(context.Context, sdk.Options) (sdk.Model, error) { return m, nil })
+	res, err := f.run(t, context.Background(), `
+task "docs" "d" {}
+model "warm" "w" { max_concurrency = 8 }
+eval "e" {
+  task    = task.docs.d
+  models  = [model.warm.w]
+  scorers = ["match"]
+}`)
+	if err != nil || res.Evals[0].Samples != 20 || res.Evals[0].Metrics["match"].Value != 1 {
+		t.Fatalf("run: %v %+v", err, res.Evals[0])
+	}
+	if len(m.early) > 0 {
+		t.Errorf("samples %v were sent before their document's first question was answered", m.early)
+	}
+	if m.maxInFlight < 2 {
+		t.Errorf("at most %d requests in flight: the two documents did not overlap", m.maxInFlight)
+	}
+}
