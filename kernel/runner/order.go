@@ -38,8 +38,12 @@ type prefixWindow struct {
 	seed  maphash.Seed
 	items []pending
 	bytes int
-	last  uint64 // the group of the sample dispatched last
-	begun bool
+	// groups counts the window's samples by group, so that the common
+	// case (the last group has no more samples here, the oldest is ready)
+	// costs no scan.
+	groups map[uint64]int
+	last   uint64 // the group of the sample dispatched last
+	begun  bool
 	// warm is true for groups whose first sample has been answered, false
 	// while it is in flight.
 	warm map[uint64]bool
@@ -53,7 +57,7 @@ type pending struct {
 }
 
 func newPrefixWindow() *prefixWindow {
-	return &prefixWindow{seed: maphash.MakeSeed(), warm: map[uint64]bool{}}
+	return &prefixWindow{seed: maphash.MakeSeed(), groups: map[uint64]int{}, warm: map[uint64]bool{}}
 }
 
 // full reports whether the window holds as much as it may; an empty window
@@ -67,8 +71,10 @@ func (w *prefixWindow) push(smp *sdk.Sample, seq int) {
 	if len(c) > prefixBytes {
 		c = c[:prefixBytes]
 	}
-	w.items = append(w.items, pending{smp: smp, seq: seq, key: maphash.String(w.seed, c)})
+	key := maphash.String(w.seed, c)
+	w.items = append(w.items, pending{smp: smp, seq: seq, key: key})
 	w.bytes += len(smp.Context)
+	w.groups[key]++
 }
 
 type popResult int
@@ -90,7 +96,7 @@ func (w *prefixWindow) pop() (pending, popResult) {
 		return warm || !known
 	}
 	i := -1
-	if w.begun {
+	if w.begun && w.groups[w.last] > 0 {
 		i = slices.IndexFunc(w.items, func(p pending) bool { return p.key == w.last && ready(p) })
 	}
 	if i < 0 {
@@ -100,8 +106,16 @@ func (w *prefixWindow) pop() (pending, popResult) {
 		return pending{}, waiting
 	}
 	p := w.items[i]
-	w.items = slices.Delete(w.items, i, i+1)
+	if i == 0 {
+		w.items[0] = pending{}
+		w.items = w.items[1:] // append reallocates once the front is used up
+	} else {
+		w.items = slices.Delete(w.items, i, i+1)
+	}
 	w.bytes -= len(p.smp.Context)
+	if w.groups[p.key]--; w.groups[p.key] == 0 {
+		delete(w.groups, p.key)
+	}
 	w.last, w.begun = p.key, true
 	if _, known := w.warm[p.key]; !known {
 		if len(w.warm) >= maxGroups {
