@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.StringVar(&s.hayloft, "hayloft", "", "hayloft binary (default: go build ./cmd/hayloft into a temp dir)")
 	fs.StringVar(&s.wrk, "wrk", "", "wrk binary (default: wrk on PATH; the ceiling row is skipped without it)")
-	fs.IntVar(&s.n, "n", 5000, "samples in the zero-latency kernel run")
+	fs.IntVar(&s.n, "n", 20000, "samples in the zero-latency kernel run")
 	fs.IntVar(&s.conc, "c", 64, "max_concurrency of the zero-latency run and wrk's connections")
 	fs.DurationVar(&s.wrkDuration, "d", 5*time.Second, "duration of the wrk run")
 	fs.IntVar(&s.slowN, "slow-n", 5000, "samples in the in-flight run")
