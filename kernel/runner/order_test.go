@@ -81,6 +81,28 @@ func (d docs) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*s
 	}
 }
 
+// runDocs runs n samples of docs through m with max_concurrency conc and
+// the match scorer, and checks that every sample was answered for itself
+// (the order must never change which answer a sample gets).
+func runDocs(t *testing.T, n int, m sdk.Model, conc int) (*fixture, *Result) {
+	t.Helper()
+	f := newFixture(t, 0, nil)
+	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return docs{n: n}, nil })
+	f.set.RegisterModel("m", func(context.Context, sdk.Options) (sdk.Model, error) { return m, nil })
+	res, err := f.run(t, context.Background(), fmt.Sprintf(`
+task "docs" "d" {}
+model "m" "m" { max_concurrency = %d }
+eval "e" {
+  task    = task.docs.d
+  models  = [model.m.m]
+  scorers = ["match"]
+}`, conc))
+	if err != nil || res.Evals[0].Samples != n || res.Evals[0].Metrics["match"].Value != 1 {
+		t.Fatalf("run: %v %+v", err, res.Evals[0])
+	}
+	return f, res
+}
+
 // orderModel records the order in which prompts reach it.
 type orderModel struct {
 	mu   sync.Mutex
@@ -98,29 +120,12 @@ func (m *orderModel) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk
 // the metrics still follow the task's order.
 func TestSamplesSharingADocumentAreSentTogether(t *testing.T) {
 	m := &orderModel{}
-	f := newFixture(t, 0, nil)
-	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return docs{n: 8}, nil })
-	f.set.RegisterModel("order", func(context.Context, sdk.Options) (sdk.Model, error) { return m, nil })
-	res, err := f.run(t, context.Background(), `
-task "docs" "d" {}
-model "order" "o" { max_concurrency = 1 }
-eval "e" {
-  task    = task.docs.d
-  models  = [model.order.o]
-  scorers = ["match"]
-}`)
-	if err != nil || res.Evals[0].Samples != 8 {
-		t.Fatalf("run: %v %+v", err, res)
-	}
+	f, res := runDocs(t, 8, m, 1)
 	want := "[Document A Document A Document A Document A Document B Document B Document B Document B]"
 	if got := fmt.Sprint(m.seen); got != want {
 		t.Errorf("the server saw %s\nwant %s", got, want)
 	}
-	// Every sample is answered for itself whatever the order.
-	if v := res.Evals[0].Metrics["match"].Value; v != 1 {
-		t.Errorf("match = %v, want 1", v)
-	}
-	recs, err := f.store.Samples(context.Background(), res.RunID, "e/model.order.o/none")
+	recs, err := f.store.Samples(context.Background(), res.RunID, "e/model.m.m/none")
 	if err != nil || len(recs) != 8 {
 		t.Fatalf("journaled samples: %v, %d", err, len(recs))
 	}
@@ -169,20 +174,7 @@ func (m *warmModel) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sd
 // answered, while the other document's first question uses the slack.
 func TestGroupsWarmUpBeforeTheirFollowers(t *testing.T) {
 	m := &warmModel{started: map[string]int{}, answered: map[string]bool{}}
-	f := newFixture(t, 0, nil)
-	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return docs{n: 20}, nil })
-	f.set.RegisterModel("warm", func(context.Context, sdk.Options) (sdk.Model, error) { return m, nil })
-	res, err := f.run(t, context.Background(), `
-task "docs" "d" {}
-model "warm" "w" { max_concurrency = 8 }
-eval "e" {
-  task    = task.docs.d
-  models  = [model.warm.w]
-  scorers = ["match"]
-}`)
-	if err != nil || res.Evals[0].Samples != 20 || res.Evals[0].Metrics["match"].Value != 1 {
-		t.Fatalf("run: %v %+v", err, res.Evals[0])
-	}
+	runDocs(t, 20, m, 8)
 	if len(m.early) > 0 {
 		t.Errorf("samples %v were sent before their document's first question was answered", m.early)
 	}

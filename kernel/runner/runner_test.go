@@ -473,89 +473,67 @@ eval "e" {
 	}
 }
 
-// sampleSpy records whether the sample it was sent kept its context.
-type sampleSpy struct {
+// contextSpy is a model and a scorer that counts the samples it was sent
+// with their context.
+type contextSpy struct {
 	reads    bool
 	contexts atomic.Int64
 }
 
-func (s *sampleSpy) ReadsSample() bool { return s.reads }
+func (s *contextSpy) ReadsSample() bool { return s.reads }
 
-func (s *sampleSpy) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
-	if req.Sample.Context != "" {
+func (s *contextSpy) saw(smp *sdk.Sample) {
+	if smp.Context != "" {
 		s.contexts.Add(1)
 	}
+}
+
+func (s *contextSpy) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	s.saw(req.Sample)
 	return &sdk.GenerateResponse{Text: "a" + req.Sample.ID}, nil
 }
 
-// The long context crosses the plugin boundary once, in the messages,
-// unless the model answers from the sample itself.
-func TestContextSentOnceUnlessTheModelReadsTheSample(t *testing.T) {
-	for _, reads := range []bool{false, true} {
-		spy := &sampleSpy{reads: reads}
-		f := newFixture(t, 5, nil)
-		f.set.RegisterModel("spy", func(context.Context, sdk.Options) (sdk.Model, error) { return spy, nil })
-		res, err := f.run(t, context.Background(), `
-task "counting" "t" {}
-model "spy" "s" {}
-eval "e" {
-  task    = task.counting.t
-  models  = [model.spy.s]
-  scorers = ["match"]
-}`)
-		if err != nil || res.Evals[0].Samples != 5 {
-			t.Fatalf("run: %v %+v", err, res)
-		}
-		want := int64(0)
-		if reads {
-			want = 5
-		}
-		if got := spy.contexts.Load(); got != want {
-			t.Errorf("reads=%v: %d requests carried the sample's context, want %d", reads, got, want)
-		}
-	}
-}
-
-// contextScorer records whether the samples it scores carry their context.
-type contextScorer struct {
-	reads    bool
-	contexts atomic.Int64
-}
-
-func (c *contextScorer) ReadsSample() bool { return c.reads }
-
-func (c *contextScorer) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if req.Sample.Context != "" {
-		c.contexts.Add(1)
-	}
+func (s *contextSpy) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	s.saw(req.Sample)
 	if len(req.Sample.Targets) == 0 || req.Sample.Question == "" {
 		return nil, errors.New("the sample lost more than its context")
 	}
 	return &sdk.ScoreResponse{Value: 1}, nil
 }
 
-func TestScorersGetTheContextOnlyIfTheyReadIt(t *testing.T) {
-	for _, reads := range []bool{false, true} {
-		sc := &contextScorer{reads: reads}
+// A long context crosses the plugin boundary once, in the messages: models
+// and scorers get the sample without it unless they read it.
+func TestContextSentOnlyToComponentsThatReadIt(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		reads bool
+	}{{"model", false}, {"model", true}, {"scorer", false}, {"scorer", true}} {
+		spy := &contextSpy{reads: tc.reads}
 		f := newFixture(t, 5, map[string]*echoModel{"good": {}})
-		f.set.RegisterScorer("ctx", func(context.Context, sdk.Options) (sdk.Scorer, error) { return sc, nil })
-		res, err := f.run(t, context.Background(), `
+		f.set.RegisterModel("spy", func(context.Context, sdk.Options) (sdk.Model, error) { return spy, nil })
+		f.set.RegisterScorer("spy", func(context.Context, sdk.Options) (sdk.Scorer, error) { return spy, nil })
+		model, scorers := "model.spy.s", `["match"]`
+		if tc.kind == "scorer" {
+			model, scorers = "model.good.g", `["spy", "match"]`
+		}
+		res, err := f.run(t, context.Background(), fmt.Sprintf(`
 task "counting" "t" {}
+model "spy" "s" {}
 model "good" "g" {}
 eval "e" {
   task    = task.counting.t
-  models  = [model.good.g]
-  scorers = ["ctx", "match"]
-}`)
-		if err != nil || res.Evals[0].Samples != 5 || res.Evals[0].Metrics["ctx"].Value != 1 || res.Evals[0].Metrics["match"].Value != 1 {
-			t.Fatalf("run: %v %+v", err, res.Evals[0])
+  models  = [%s]
+  scorers = %s
+}`, model, scorers))
+		if err != nil || res.Evals[0].Samples != 5 || res.Evals[0].Metrics["match"].Value != 1 {
+			t.Fatalf("%s reads=%v: %v %+v", tc.kind, tc.reads, err, res.Evals[0])
 		}
 		want := int64(0)
-		if reads {
+		if tc.reads {
 			want = 5
 		}
-		if got := sc.contexts.Load(); got != want {
-			t.Errorf("reads=%v: %d score requests carried the context, want %d", reads, got, want)
+		if got := spy.contexts.Load(); got != want {
+			t.Errorf("%s reads=%v: %d samples carried their context, want %d", tc.kind, tc.reads, got, want)
 		}
 	}
 }

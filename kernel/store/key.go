@@ -46,9 +46,18 @@ const UsesSample = "uses_sample"
 const keyVersion = 1
 
 // keyDoc is the canonical form hashed by RequestKey. encoding/json writes
-// struct fields in declaration order and map keys sorted, so the encoding
-// does not depend on map iteration order.
+// struct fields in declaration order (an embedded struct's in its place) and
+// map keys sorted, so the encoding does not depend on map iteration order.
 type keyDoc struct {
+	keyHead
+	Messages []sdk.Message        `json:"messages"`
+	Params   sdk.GenerationParams `json:"params"`
+	Sample   *keySample           `json:"sample,omitempty"`
+}
+
+// keyHead is the identity's part of keyDoc: its encoding, less the closing
+// brace, is a prefix of keyDoc's.
+type keyHead struct {
 	V              int                  `json:"v"`
 	Plugin         string               `json:"plugin"`
 	PluginVersion  string               `json:"plugin_version"`
@@ -57,9 +66,6 @@ type keyDoc struct {
 	Model          string               `json:"model"`
 	IdentityParams sdk.GenerationParams `json:"identity_params"`
 	Extra          map[string]any       `json:"extra"`
-	Messages       []sdk.Message        `json:"messages"`
-	Params         sdk.GenerationParams `json:"params"`
-	Sample         *keySample           `json:"sample,omitempty"`
 }
 
 type keySample struct {
@@ -105,7 +111,7 @@ type Keyer struct {
 // NewKeyer prepares the keys of requests to id. The error is a value in
 // Extra that JSON cannot encode.
 func NewKeyer(id ModelIdentity) (*Keyer, error) {
-	head := keyDoc{
+	head := keyHead{
 		V:              keyVersion,
 		Plugin:         id.Plugin,
 		PluginVersion:  id.PluginVersion,
@@ -116,28 +122,12 @@ func NewKeyer(id ModelIdentity) (*Keyer, error) {
 		Extra:          id.Extra,
 	}
 	label := id.Component + "/" + id.Model
-	b, err := json.Marshal(keyHead(head))
+	b, err := json.Marshal(head)
 	if err != nil {
 		return nil, fmt.Errorf("request key for model %s: %w", label, err)
 	}
 	uses, _ := id.Extra[UsesSample].(bool)
 	return &Keyer{prefix: b[:len(b)-1], usesSample: uses, label: label}, nil
-}
-
-// keyHead is keyDoc without the request's fields: the same field order and
-// names, so its encoding is a prefix of keyDoc's.
-type keyHead struct {
-	V              int                  `json:"v"`
-	Plugin         string               `json:"plugin"`
-	PluginVersion  string               `json:"plugin_version"`
-	Component      string               `json:"component"`
-	Endpoint       string               `json:"endpoint"`
-	Model          string               `json:"model"`
-	IdentityParams sdk.GenerationParams `json:"identity_params"`
-	Extra          map[string]any       `json:"extra"`
-	Messages       []sdk.Message        `json:"-"`
-	Params         sdk.GenerationParams `json:"-"`
-	Sample         *keySample           `json:"-"`
 }
 
 // Key returns the cache key of req.

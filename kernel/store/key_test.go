@@ -242,8 +242,8 @@ func TestKeyerMatchesDoc(t *testing.T) {
 		{"sample read, none sent", withSample, &sdk.GenerateRequest{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := keyDoc{V: keyVersion, Plugin: tc.id.Plugin, PluginVersion: tc.id.PluginVersion, Component: tc.id.Component,
-				Endpoint: tc.id.Endpoint, Model: tc.id.Model, IdentityParams: tc.id.Params, Extra: tc.id.Extra}
+			doc := keyDoc{keyHead: keyHead{V: keyVersion, Plugin: tc.id.Plugin, PluginVersion: tc.id.PluginVersion, Component: tc.id.Component,
+				Endpoint: tc.id.Endpoint, Model: tc.id.Model, IdentityParams: tc.id.Params, Extra: tc.id.Extra}}
 			if tc.req != nil {
 				doc.Messages, doc.Params = tc.req.Messages, tc.req.Params
 				if uses, _ := tc.id.Extra[UsesSample].(bool); uses && tc.req.Sample != nil {
