@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/hayloft/hayloft/kernel/config"
@@ -94,8 +95,8 @@ type modelHandle struct {
 	// readsSample: the model answers from GenerateRequest.Sample's context
 	// (sdk.SampleReader); others get the sample without it.
 	readsSample bool
-	enc         *tokenizer.Encoding // measures prompts, unless own does
-	own         *modelTokens        // set instead of enc for tokenizer = "model"
+	encName     string       // the encoding that measures prompts, unless own does
+	own         *modelTokens // set instead of encName for tokenizer = "model"
 }
 
 // newModelHandle prepares a model block for use. Every prompt is measured,
@@ -166,13 +167,18 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*
 		h.own = mt
 		return h, nil
 	}
-	enc, err := tokenizer.Get(name)
-	if err != nil {
+	if !slices.Contains(tokenizer.Names(), name) {
+		_, err := tokenizer.Get(name) // for its message, which lists the known names
 		return nil, sdk.Configf("tokenizer", "%v", err)
 	}
-	h.enc = enc
+	h.encName = name
 	return h, nil
 }
+
+// encoding is the tokenizer that measures prompts, loaded on first use: a
+// run without a window never counts, and loading an encoding's ranks costs
+// about 0.1 s of CPU.
+func (h *modelHandle) encoding() (*tokenizer.Encoding, error) { return tokenizer.Get(h.encName) }
 
 // tokenizerName is the tokenizer that measures prompts against the window:
 // an encoding name, or "model" for the server's own.
@@ -188,8 +194,8 @@ func (h *modelHandle) tokenizer() string {
 	switch {
 	case h.own != nil:
 		return h.own.name
-	case h.enc != nil:
-		return h.enc.Name()
+	case h.encName != "":
+		return h.encName
 	}
 	return ""
 }
@@ -263,12 +269,17 @@ func (h *modelHandle) fit(ctx context.Context, smp *sdk.Sample, measure bool) (f
 	if h.settings.ContextWindow == 0 && !measure {
 		return fitted{messages: smp.Render()}, nil
 	}
-	var counter prompt.Counter = h.enc
+	var counter prompt.Counter
 	var own *modelCounter
-	switch {
-	case h.own != nil:
+	if h.own != nil {
 		own = h.own.counter(ctx)
 		counter = own
+	} else {
+		enc, err := h.encoding()
+		if err != nil {
+			return fitted{}, err
+		}
+		counter = enc
 	}
 	ownErr := func() error {
 		if own != nil && own.err != nil {

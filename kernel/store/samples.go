@@ -36,7 +36,7 @@ type SampleMeta struct {
 	Index      int    // position in the task's stream; scores are returned in this order
 	Retriever  string // the retriever that replaced the context; empty for full context
 	Truncated  bool   // the context was cut to fit the model's window
-	SentTokens int    // context tokens actually sent
+	SentTokens int    // prompt tokens sent: the kernel's count when it fits a window, else the server's
 	Chunks     []int  // ids of the chunks the retriever kept, in the order sent
 	RequestKey string // the response cache key of the sample's request
 }
