@@ -84,7 +84,8 @@ type Eval struct {
 	Models     []*Component
 	Retrievers []*Component // a nil entry means no retriever (the full context)
 	Scorers    []*Component
-	Limit      int // 0 = every sample
+	Limit      int    // 0 = every sample
+	Order      string // OrderPrefix or OrderTask
 	DeclRange  hcl.Range
 }
 

@@ -60,7 +60,7 @@ func summary(t *testing.T, cfg *Config) string {
 		}
 	}
 	for _, e := range cfg.Evals {
-		fmt.Fprintf(&b, "eval %s at %s task=%s limit=%d\n", e.Name, posString(e.DeclRange), comp(e.Task), e.Limit)
+		fmt.Fprintf(&b, "eval %s at %s task=%s limit=%d order=%s\n", e.Name, posString(e.DeclRange), comp(e.Task), e.Limit, e.Order)
 		for _, list := range []struct {
 			name string
 			cs   []*Component

@@ -349,12 +349,7 @@ func (d *decoder) modelAttr(c *Component, attr *hclsyntax.Attribute) {
 			m.Params.TopP = &f
 		}
 	case "truncation":
-		if s, ok := d.stringAttr(what, attr); ok {
-			if !slices.Contains(truncations, s) {
-				d.errorf(attr.Expr.Range(), "%s: truncation %q is not one of %s%s", what, s,
-					strings.Join(truncations, ", "), didYouMean(s, truncations))
-				break
-			}
+		if s, ok := d.enumAttr(what, attr, truncations); ok {
 			m.Truncation = s
 		}
 	case "stop":
@@ -423,6 +418,20 @@ func (d *decoder) floatAttr(what string, attr *hclsyntax.Attribute, lo, hi float
 		return 0, false
 	}
 	return f, true
+}
+
+// enumAttr decodes a string attribute that must be one of allowed.
+func (d *decoder) enumAttr(what string, attr *hclsyntax.Attribute, allowed []string) (string, bool) {
+	s, ok := d.stringAttr(what, attr)
+	if !ok {
+		return "", false
+	}
+	if !slices.Contains(allowed, s) {
+		d.errorf(attr.Expr.Range(), "%s: %s %q is not one of %s%s", what, attr.Name, s,
+			strings.Join(allowed, ", "), didYouMean(s, allowed))
+		return "", false
+	}
+	return s, true
 }
 
 func (d *decoder) stringAttr(what string, attr *hclsyntax.Attribute) (string, bool) {

@@ -25,6 +25,7 @@ func TestErrors(t *testing.T) {
 		{name: "wrong_types"},
 		{name: "eval_missing"},
 		{name: "truncation"},
+		{name: "order"},
 		{name: "env_unset", env: []string{"HAYLOFT_TEST_STORE=ok.db", "OPENAI_API_KEY=sk-never-read"}},
 		{name: "nested_block"},
 		{name: "bad_names"},

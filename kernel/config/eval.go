@@ -14,7 +14,18 @@ import (
 
 // evalAttrs are the attributes of an eval block, in the order suggestions
 // prefer.
-var evalAttrs = []string{"task", "models", "retrievers", "scorers", "limit"}
+var evalAttrs = []string{"task", "models", "retrievers", "scorers", "limit", "order"}
+
+// Orders are the accepted eval orders; the first is the default.
+var Orders = []string{OrderPrefix, OrderTask}
+
+const (
+	// OrderPrefix sends samples whose contexts begin alike together, the
+	// first of each group alone, for servers' prefix caches.
+	OrderPrefix = "prefix"
+	// OrderTask sends samples strictly in the task's order.
+	OrderTask = "task"
+)
 
 // entryRules says which literal forms a list entry may take besides a
 // reference.
@@ -30,7 +41,7 @@ func (d *decoder) decodeEval(b *hclsyntax.Block) {
 	if !d.checkLabels(b, 1, "the eval's name", `eval "needles"`) {
 		return
 	}
-	e := &Eval{Name: b.Labels[0], DeclRange: b.DefRange()}
+	e := &Eval{Name: b.Labels[0], Order: Orders[0], DeclRange: b.DefRange()}
 	what := fmt.Sprintf("eval %q", e.Name)
 	if prev, dup := d.evals[e.Name]; dup {
 		d.errorf(b.LabelRanges[0], "%s is already defined at %s", what, posString(prev))
@@ -55,6 +66,10 @@ func (d *decoder) decodeEval(b *hclsyntax.Block) {
 		case "limit":
 			if n, ok := d.intAttr(what, attr, 0); ok {
 				e.Limit = int(n)
+			}
+		case "order":
+			if s, ok := d.enumAttr(what, attr, Orders); ok {
+				e.Order = s
 			}
 		default:
 			d.errorf(attr.NameRange, "%s: unknown attribute %q%s", what, attr.Name, didYouMean(attr.Name, evalAttrs))

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"slices"
 
+	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/sdk"
 )
 
@@ -21,7 +22,8 @@ import (
 //     concurrency meanwhile.
 //
 // The look-ahead is bounded in samples and in context bytes, so a
-// long-context task does not pile documents up in memory.
+// long-context task does not pile documents up in memory. An eval with
+// order = "task" sends samples strictly in the task's order instead.
 const (
 	lookaheadSamples = 256
 	lookaheadBytes   = 16 << 20
@@ -44,6 +46,8 @@ type prefixWindow struct {
 	groups map[uint64]int
 	last   uint64 // the group of the sample dispatched last
 	begun  bool
+	// inOrder: the task's order, no look-ahead, no warm-up.
+	inOrder bool
 	// warm is true for groups whose first sample has been answered, false
 	// while it is in flight.
 	warm map[uint64]bool
@@ -56,17 +60,25 @@ type pending struct {
 	leader bool // the group's first sample: call warmed when it is done
 }
 
-func newPrefixWindow() *prefixWindow {
-	return &prefixWindow{seed: maphash.MakeSeed(), groups: map[uint64]int{}, warm: map[uint64]bool{}}
+func newPrefixWindow(order string) *prefixWindow {
+	return &prefixWindow{seed: maphash.MakeSeed(), groups: map[uint64]int{}, warm: map[uint64]bool{},
+		inOrder: order == config.OrderTask}
 }
 
 // full reports whether the window holds as much as it may; an empty window
 // always takes one more sample, however large.
 func (w *prefixWindow) full() bool {
+	if w.inOrder {
+		return len(w.items) > 0
+	}
 	return len(w.items) >= lookaheadSamples || w.bytes >= lookaheadBytes
 }
 
 func (w *prefixWindow) push(smp *sdk.Sample, seq int) {
+	if w.inOrder {
+		w.items = append(w.items, pending{smp: smp, seq: seq})
+		return
+	}
 	c := smp.Context
 	if len(c) > prefixBytes {
 		c = c[:prefixBytes]
@@ -90,6 +102,11 @@ const (
 func (w *prefixWindow) pop() (pending, popResult) {
 	if len(w.items) == 0 {
 		return pending{}, empty
+	}
+	if w.inOrder {
+		p := w.items[0]
+		w.items = w.items[:0]
+		return p, popped
 	}
 	ready := func(p pending) bool {
 		warm, known := w.warm[p.key]

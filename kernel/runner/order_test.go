@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/sdk"
 )
 
@@ -25,7 +26,7 @@ func TestPrefixWindowOrder(t *testing.T) {
 		{"only the beginning decides", []string{long + "1", "x", long + "2"}, []int{0, 2, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newPrefixWindow()
+			w := newPrefixWindow(config.OrderPrefix)
 			for i, c := range tc.contexts {
 				w.push(&sdk.Sample{ID: fmt.Sprint(i), Context: c}, i)
 			}
@@ -47,7 +48,7 @@ func TestPrefixWindowOrder(t *testing.T) {
 }
 
 func TestPrefixWindowBounds(t *testing.T) {
-	w := newPrefixWindow()
+	w := newPrefixWindow(config.OrderPrefix)
 	big := strings.Repeat("x", lookaheadBytes)
 	if w.full() {
 		t.Fatal("an empty window is full")
@@ -65,13 +66,14 @@ func TestPrefixWindowBounds(t *testing.T) {
 	}
 }
 
-// docs is a task whose samples ask about two documents, interleaved.
-type docs struct{ n int }
+// docs is a task whose samples ask about two documents, interleaved; pad
+// lengthens each document by that many bytes.
+type docs struct{ n, pad int }
 
 func (d docs) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*sdk.Sample, error] {
 	return func(yield func(*sdk.Sample, error) bool) {
 		for i := range d.n {
-			doc := []string{"Document A, read twice.", "Document B, read once."}[i%2]
+			doc := []string{"Document A, read twice.", "Document B, read once."}[i%2] + strings.Repeat(" filler", d.pad/7)
 			s := &sdk.Sample{ID: fmt.Sprint(i), Context: doc, Question: fmt.Sprint("question ", i),
 				Targets: []string{"a" + fmt.Sprint(i)}, Depth: -1}
 			if !yield(s, nil) {
@@ -81,13 +83,14 @@ func (d docs) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*s
 	}
 }
 
-// runDocs runs n samples of docs through m with max_concurrency conc and
+// runDocs runs task's samples through m with max_concurrency conc, order and
 // the match scorer, and checks that every sample was answered for itself
 // (the order must never change which answer a sample gets).
-func runDocs(t *testing.T, n int, m sdk.Model, conc int) (*fixture, *Result) {
+func runDocs(t *testing.T, task docs, m sdk.Model, conc int, order string) (*fixture, *Result) {
 	t.Helper()
+	n := task.n
 	f := newFixture(t, 0, nil)
-	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return docs{n: n}, nil })
+	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return task, nil })
 	f.set.RegisterModel("m", func(context.Context, sdk.Options) (sdk.Model, error) { return m, nil })
 	res, err := f.run(t, context.Background(), fmt.Sprintf(`
 task "docs" "d" {}
@@ -96,7 +99,8 @@ eval "e" {
   task    = task.docs.d
   models  = [model.m.m]
   scorers = ["match"]
-}`, conc))
+  order   = %q
+}`, conc, order))
 	if err != nil || res.Evals[0].Samples != n || res.Evals[0].Metrics["match"].Value != 1 {
 		t.Fatalf("run: %v %+v", err, res.Evals[0])
 	}
@@ -116,22 +120,30 @@ func (m *orderModel) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk
 	return &sdk.GenerateResponse{Text: "a" + req.Sample.ID}, nil
 }
 
-// The server sees one document's questions together, and the journal and
-// the metrics still follow the task's order.
+// With order = "prefix" (the default) the server sees one document's
+// questions together; with "task", the task's order. The journal and the
+// metrics follow the task's order either way.
 func TestSamplesSharingADocumentAreSentTogether(t *testing.T) {
-	m := &orderModel{}
-	f, res := runDocs(t, 8, m, 1)
-	want := "[Document A Document A Document A Document A Document B Document B Document B Document B]"
-	if got := fmt.Sprint(m.seen); got != want {
-		t.Errorf("the server saw %s\nwant %s", got, want)
-	}
-	recs, err := f.store.Samples(context.Background(), res.RunID, "e/model.m.m/none")
-	if err != nil || len(recs) != 8 {
-		t.Fatalf("journaled samples: %v, %d", err, len(recs))
-	}
-	for i, r := range recs {
-		if r.Index != i || r.ID != fmt.Sprint(i) {
-			t.Errorf("journal row %d: index %d, id %s", i, r.Index, r.ID)
+	for _, tc := range []struct {
+		order string
+		want  string
+	}{
+		{config.OrderPrefix, "[Document A Document A Document A Document A Document B Document B Document B Document B]"},
+		{config.OrderTask, "[Document A Document B Document A Document B Document A Document B Document A Document B]"},
+	} {
+		m := &orderModel{}
+		f, res := runDocs(t, docs{n: 8}, m, 1, tc.order)
+		if got := fmt.Sprint(m.seen); got != tc.want {
+			t.Errorf("order %s: the server saw %s\nwant %s", tc.order, got, tc.want)
+		}
+		recs, err := f.store.Samples(context.Background(), res.RunID, "e/model.m.m/none")
+		if err != nil || len(recs) != 8 {
+			t.Fatalf("journaled samples: %v, %d", err, len(recs))
+		}
+		for i, r := range recs {
+			if r.Index != i || r.ID != fmt.Sprint(i) {
+				t.Errorf("journal row %d: index %d, id %s", i, r.Index, r.ID)
+			}
 		}
 	}
 }
@@ -174,11 +186,67 @@ func (m *warmModel) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sd
 // answered, while the other document's first question uses the slack.
 func TestGroupsWarmUpBeforeTheirFollowers(t *testing.T) {
 	m := &warmModel{started: map[string]int{}, answered: map[string]bool{}}
-	runDocs(t, 20, m, 8)
+	runDocs(t, docs{n: 20}, m, 8, config.OrderPrefix)
 	if len(m.early) > 0 {
 		t.Errorf("samples %v were sent before their document's first question was answered", m.early)
 	}
 	if m.maxInFlight < 2 {
 		t.Errorf("at most %d requests in flight: the two documents did not overlap", m.maxInFlight)
 	}
+}
+
+// cacheModel is a server with a prefix cache: a request's prompt is
+// computed except for its longest prefix (in blocks) that an answered
+// request had, as vLLM's automatic prefix caching does.
+type cacheModel struct {
+	mu       sync.Mutex
+	cached   map[string]bool
+	computed int // prompt bytes computed
+}
+
+const cacheBlock = 16
+
+func (m *cacheModel) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	var prompt strings.Builder
+	for _, msg := range req.Messages {
+		prompt.WriteString(msg.Content)
+	}
+	p := prompt.String()
+	m.mu.Lock()
+	hit := 0
+	for end := cacheBlock; end <= len(p) && m.cached[p[:end]]; end += cacheBlock {
+		hit = end
+	}
+	m.computed += len(p) - hit
+	m.mu.Unlock()
+	time.Sleep(2 * time.Millisecond) // the prefill: requests sent meanwhile find nothing cached
+	m.mu.Lock()
+	for end := cacheBlock; end <= len(p); end += cacheBlock {
+		m.cached[p[:end]] = true
+	}
+	m.mu.Unlock()
+	return &sdk.GenerateResponse{Text: "a" + req.Sample.ID}, nil
+}
+
+// The point of the order: a server with a prefix cache computes each
+// document once, not once per question sent before the first was answered.
+func TestPrefixOrderSavesPrefill(t *testing.T) {
+	task := docs{n: 40, pad: 4000}
+	computed := map[string]int{}
+	for _, order := range config.Orders {
+		m := &cacheModel{cached: map[string]bool{}}
+		runDocs(t, task, m, 8, order)
+		computed[order] = m.computed
+	}
+	doc := 4000
+	// Two documents computed once each, plus each question's tail and its
+	// last partial block.
+	if got, most := computed[config.OrderPrefix], 2*doc+task.n*(2*cacheBlock+40); got > most {
+		t.Errorf("order prefix computed %d prompt bytes, want at most %d", got, most)
+	}
+	// In task order the first 8 requests (4 per document) all miss.
+	if got, least := computed[config.OrderTask], 8*doc; got < least {
+		t.Errorf("order task computed %d prompt bytes, want at least %d", got, least)
+	}
+	t.Logf("prompt bytes computed: prefix order %d, task order %d", computed[config.OrderPrefix], computed[config.OrderTask])
 }

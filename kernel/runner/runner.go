@@ -356,7 +356,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		if ctx.Err() != nil {
 			break
 		}
-		taskErr := r.stream(ctx, runID, ev.Name, task, limit, phase, scorers, bar, cost)
+		taskErr := r.stream(ctx, runID, ev.Name, ev.Order, task, limit, phase, scorers, bar, cost)
 		if taskErr != nil && ctx.Err() == nil {
 			msg := fmt.Sprintf("%s: %v", ev.Task.Ref(), taskErr)
 			for _, rw := range phase {
@@ -467,7 +467,7 @@ func swaps(phase []*row, rw *row) bool {
 // stream makes one pass over the task, sending every sample to every live
 // row of the phase, and waits for all of them. Samples go in the task's
 // order except where a server's prefix cache gains from another (order.go).
-func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Task, limit int, rows []*row, scorers []scorerHandle, bar *progress, cost *overhead) error {
+func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task sdk.Task, limit int, rows []*row, scorers []scorerHandle, bar *progress, cost *overhead) error {
 	slots := 1
 	for _, rw := range rows {
 		if rw.model != nil {
@@ -480,7 +480,7 @@ func (r *Runner) stream(ctx context.Context, runID, evalName string, task sdk.Ta
 	defer pool.Wait()
 	next, stop := iter.Pull2(task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}))
 	defer stop()
-	win := newPrefixWindow() // see order.go
+	win := newPrefixWindow(order) // see order.go
 	// Workers report a group's first sample done here; at most one per job
 	// slot is in flight, so a send never blocks.
 	warmed := make(chan uint64, slots)

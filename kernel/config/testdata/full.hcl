@@ -46,6 +46,7 @@ eval "needles" {
   retrievers = [null, retriever.bm25.default]   # null = no retriever (full context)
   scorers    = ["contains", scorer.rougel.zh]   # a bare string = that scorer with default options
   limit      = 100
+  order      = "task"                           # send samples strictly in task order
 }
 
 eval "quick" {
