@@ -116,10 +116,11 @@ func (j *judge) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRes
 	if greq.Params.MaxTokens == 0 {
 		greq.Params.MaxTokens = j.opts.MaxTokens
 	}
-	key, err := j.model.keyer.Key(greq)
+	keyed, err := j.model.keyer.Request(greq)
 	if err != nil {
 		return nil, err
 	}
+	key := keyed.Key
 	var text string
 	cached, hit, err := j.store.LookupResponse(ctx, key)
 	switch {
@@ -137,7 +138,7 @@ func (j *judge) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRes
 			}
 			return nil, fmt.Errorf("judge: %w", err)
 		}
-		if err := j.store.PutResponse(context.WithoutCancel(ctx), key, j.model.identity, greq, resp, time.Since(t0)); err != nil {
+		if err := j.store.PutResponse(context.WithoutCancel(ctx), j.model.keyer, keyed, resp, time.Since(t0)); err != nil {
 			return nil, err
 		}
 		text = resp.Text

@@ -617,11 +617,12 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.mu.Unlock()
 	}
 	req := &sdk.GenerateRequest{Messages: fitted.messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(smp)}
-	key, err := rw.model.keyer.Key(req)
+	keyed, err := rw.model.keyer.Request(req)
 	if err != nil {
 		rw.cancel(err)
 		return 0
 	}
+	key := keyed.Key
 	meta.RequestKey = key
 
 	var wait time.Duration
@@ -649,7 +650,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 			r.sampleFailed(ctx, runID, evalName, rw, smp, key, err, isSampleError(err))
 			return wait
 		}
-		if err := r.opts.Store.PutResponse(context.WithoutCancel(ctx), key, rw.model.identity, req, resp, wait); err != nil {
+		if err := r.opts.Store.PutResponse(context.WithoutCancel(ctx), rw.model.keyer, keyed, resp, wait); err != nil {
 			rw.cancel(fmt.Errorf("journal: %w", err))
 			return wait
 		}

@@ -20,7 +20,7 @@ import (
 func BenchmarkPutResponse(b *testing.B) {
 	ctx := context.Background()
 	s := openTest(b)
-	id := testIdentity()
+	k := mustKeyer(b, testIdentity())
 	filler := strings.Repeat("Light is propagated from luminous bodies in time. ", 80) // ~4 KB prompt
 	var n atomic.Int64
 	b.SetParallelism(32)
@@ -30,9 +30,9 @@ func BenchmarkPutResponse(b *testing.B) {
 		for pb.Next() {
 			i := n.Add(1)
 			req := &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: fmt.Sprintf("%s\n\nQuestion %d?", filler, i)}}}
-			key := fmt.Sprintf("%064x", i) // RequestKey's cost is the runner's, not the store's
+			r := mustKeyed(b, k, req)
 			resp := &sdk.GenerateResponse{Text: "The answer is 42.", FinishReason: "stop", Usage: sdk.Usage{PromptTokens: 1000, CompletionTokens: 6}}
-			if err := s.PutResponse(ctx, key, id, req, resp, 800*time.Millisecond); err != nil {
+			if err := s.PutResponse(ctx, k, r, resp, 800*time.Millisecond); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -45,13 +45,13 @@ func BenchmarkPutResponse(b *testing.B) {
 func BenchmarkPutResponseSerial(b *testing.B) {
 	ctx := context.Background()
 	s := openTest(b)
-	id := testIdentity()
+	k := mustKeyer(b, testIdentity())
 	filler := strings.Repeat("Light is propagated from luminous bodies in time. ", 80)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		req := &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: fmt.Sprintf("%s\n\nQuestion %d?", filler, i)}}}
 		resp := &sdk.GenerateResponse{Text: "The answer is 42.", FinishReason: "stop", Usage: sdk.Usage{PromptTokens: 1000, CompletionTokens: 6}}
-		if err := s.PutResponse(ctx, fmt.Sprintf("%064x", i), id, req, resp, time.Second); err != nil {
+		if err := s.PutResponse(ctx, k, mustKeyed(b, k, req), resp, time.Second); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -85,12 +85,12 @@ func BenchmarkPutScore(b *testing.B) {
 func BenchmarkLookupResponse(b *testing.B) {
 	ctx := context.Background()
 	s := openTest(b)
-	id := testIdentity()
+	k := mustKeyer(b, testIdentity())
 	keys := make([]string, 1000)
 	for i := range keys {
-		req := testRequest(i)
-		keys[i], _ = RequestKey(id, req)
-		if err := s.PutResponse(ctx, keys[i], id, req, &sdk.GenerateResponse{Text: "x"}, time.Second); err != nil {
+		r := mustKeyed(b, k, testRequest(i))
+		keys[i] = r.Key
+		if err := s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: "x"}, time.Second); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -122,10 +122,9 @@ func BenchmarkSampleJournal(b *testing.B) {
 	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "niah", Model: "m", Scorers: []string{"contains"}}); err != nil {
 		b.Fatal(err)
 	}
-	id := testIdentity()
+	k := mustKeyer(b, testIdentity())
 	var next atomic.Int64
 	one := func(i int64) error {
-		key := fmt.Sprintf("%064x", i)
 		req := &sdk.GenerateRequest{
 			Messages: []sdk.Message{
 				{Role: "system", Content: "Answer with the number only."},
@@ -136,7 +135,12 @@ func BenchmarkSampleJournal(b *testing.B) {
 		resp := &sdk.GenerateResponse{Text: "The answer is 42.", FinishReason: "stop",
 			Usage:    sdk.Usage{PromptTokens: 60, CompletionTokens: 6},
 			Attempts: []sdk.Attempt{{Status: 200, LatencyMS: 12.5}}}
-		if err := s.PutResponse(ctx, key, id, req, resp, 12*time.Millisecond); err != nil {
+		r, err := k.Request(req)
+		if err != nil {
+			return err
+		}
+		key := r.Key
+		if err := s.PutResponse(ctx, k, r, resp, 12*time.Millisecond); err != nil {
 			return err
 		}
 		smp := &sdk.Sample{ID: fmt.Sprintf("s%d", i), Question: "What is the magic number?", Targets: []string{"42"},

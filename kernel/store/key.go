@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"net/url"
 	"strings"
@@ -98,14 +99,21 @@ func RequestKey(id ModelIdentity, req *sdk.GenerateRequest) (string, error) {
 // Keyer computes RequestKey for one identity, whose part of the canonical
 // encoding it builds once: at thousands of requests a second, encoding the
 // identity (its Extra map by reflection) for each cost more than hashing
-// the request.
+// the request. It also holds what PutResponse journals of the identity, so
+// the identity is checked for credentials and encoded once per model, not
+// once per response. A Keyer works from the identity as it was when made.
 type Keyer struct {
 	// prefix is keyDoc's encoding up to and including Extra, without the
-	// closing brace; Key appends the request's fields in keyDoc's order, so
-	// the bytes hashed are exactly json.Marshal(keyDoc) (TestKeyerMatchesDoc).
+	// closing brace; Request appends the request's fields in keyDoc's
+	// order, so the bytes hashed are exactly json.Marshal(keyDoc)
+	// (TestKeyerMatchesDoc).
 	prefix     []byte
 	usesSample bool
 	label      string // component/model, for errors
+	identity   string // the identity's JSON, as journaled
+	// invalid is why the identity must not be journaled (Validate: it
+	// looks as if it carries a credential); PutResponse reports it.
+	invalid error
 }
 
 // NewKeyer prepares the keys of requests to id. The error is a value in
@@ -126,12 +134,30 @@ func NewKeyer(id ModelIdentity) (*Keyer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request key for model %s: %w", label, err)
 	}
+	identity, err := json.Marshal(id)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: identity: %w", label, err)
+	}
 	uses, _ := id.Extra[UsesSample].(bool)
-	return &Keyer{prefix: b[:len(b)-1], usesSample: uses, label: label}, nil
+	return &Keyer{prefix: b[:len(b)-1], usesSample: uses, label: label, identity: string(identity), invalid: id.Validate()}, nil
+}
+
+// Keyed is a request keyed for the response cache, with the form the
+// journal keeps of it (built from the same encoding as the key, so a long
+// context is encoded once).
+type Keyed struct {
+	Key     string
+	request []byte // {"messages":…,"params":…}
 }
 
 // Key returns the cache key of req.
 func (k *Keyer) Key(req *sdk.GenerateRequest) (string, error) {
+	r, err := k.Request(req)
+	return r.Key, err
+}
+
+// Request keys req for the response cache.
+func (k *Keyer) Request(req *sdk.GenerateRequest) (Keyed, error) {
 	var (
 		msgs   []sdk.Message
 		params sdk.GenerationParams
@@ -143,32 +169,38 @@ func (k *Keyer) Key(req *sdk.GenerateRequest) (string, error) {
 			smp = &keySample{Context: req.Sample.Context, Question: req.Sample.Question, Choices: req.Sample.Choices}
 		}
 	}
+	fail := func(err error) (Keyed, error) {
+		return Keyed{}, fmt.Errorf("request key for model %s: %w", k.label, err)
+	}
+	m, err := json.Marshal(msgs)
+	if err != nil {
+		return fail(err)
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return fail(err)
+	}
 	h := sha256.New()
 	h.Write(k.prefix)
-	if err := writeField(h, `,"messages":`, msgs); err != nil {
-		return "", fmt.Errorf("request key for model %s: %w", k.label, err)
-	}
-	if err := writeField(h, `,"params":`, params); err != nil {
-		return "", fmt.Errorf("request key for model %s: %w", k.label, err)
-	}
+	writeField(h, `,"messages":`, m)
+	writeField(h, `,"params":`, p)
 	if smp != nil {
-		if err := writeField(h, `,"sample":`, smp); err != nil {
-			return "", fmt.Errorf("request key for model %s: %w", k.label, err)
+		b, err := json.Marshal(smp)
+		if err != nil {
+			return fail(err)
 		}
+		writeField(h, `,"sample":`, b)
 	}
 	io.WriteString(h, "}")
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0])), nil
+	request := make([]byte, 0, len(m)+len(p)+len(`{"messages":,"params":}`))
+	request = append(append(append(append(append(request, `{"messages":`...), m...), `,"params":`...), p...), '}')
+	return Keyed{Key: hex.EncodeToString(h.Sum(sum[:0])), request: request}, nil
 }
 
-func writeField(w io.Writer, name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	io.WriteString(w, name)
-	_, err = w.Write(b)
-	return err
+func writeField(h hash.Hash, name string, value []byte) {
+	io.WriteString(h, name)
+	h.Write(value)
 }
 
 // Validate reports an identity that appears to carry a credential.

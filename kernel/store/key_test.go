@@ -258,6 +258,17 @@ func TestKeyerMatchesDoc(t *testing.T) {
 			if got, want := mustKey(t, tc.id, tc.req), hex.EncodeToString(sum[:]); got != want {
 				t.Errorf("key %s, want %s (the hash of %s)", got, want, b)
 			}
+			// The journal's form of the request comes from the same bytes.
+			journaled, err := json.Marshal(struct {
+				Messages []sdk.Message        `json:"messages"`
+				Params   sdk.GenerationParams `json:"params"`
+			}{doc.Messages, doc.Params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := mustKeyed(t, mustKeyer(t, tc.id), tc.req); string(r.request) != string(journaled) {
+				t.Errorf("journaled request %s, want %s", r.request, journaled)
+			}
 		})
 	}
 }

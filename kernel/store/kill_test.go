@@ -35,7 +35,11 @@ func TestHelperProcess(t *testing.T) {
 	}
 	// A parent that died without killing us must not leave us running.
 	time.AfterFunc(30*time.Second, func() { os.Exit(4) })
-	id := testIdentity()
+	k, err := NewKeyer(testIdentity())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
 	round := os.Getenv(killHelperEnv + "_ROUND")
 	var (
 		mu sync.Mutex
@@ -46,13 +50,14 @@ func TestHelperProcess(t *testing.T) {
 			for i := 0; ; i++ {
 				req := testRequest(i)
 				req.Messages[0].Content = fmt.Sprintf("round %s writer %d request %d", round, w, i)
-				key, err := RequestKey(id, req)
+				r, err := k.Request(req)
 				if err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(3)
 				}
+				key := r.Key
 				resp := &sdk.GenerateResponse{Text: "answer " + key[:12], FinishReason: "stop"}
-				if err := s.PutResponse(ctx, key, id, req, resp, time.Millisecond); err != nil {
+				if err := s.PutResponse(ctx, k, r, resp, time.Millisecond); err != nil {
 					fmt.Fprintln(os.Stderr, err)
 					os.Exit(3)
 				}

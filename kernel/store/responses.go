@@ -21,14 +21,6 @@ type CachedResponse struct {
 	CreatedAt time.Time
 }
 
-// journaledRequest is what the journal keeps of a request: the messages as
-// sent and the params. The sample is journaled apart (PutSample); storing it
-// here would keep every long context twice.
-type journaledRequest struct {
-	Messages []sdk.Message        `json:"messages"`
-	Params   sdk.GenerationParams `json:"params"`
-}
-
 // LookupResponse returns the cached response for key. Only successful
 // responses are cached, so a request that failed last time misses and is
 // asked again.
@@ -70,33 +62,28 @@ func (s *Store) LookupResponse(ctx context.Context, key string) (*CachedResponse
 	return &c, true, nil
 }
 
-// PutResponse journals a successful response under key, with every attempt
-// it took, and returns once it is committed. The first response stored under a key
-// wins: a second one (two evals sending the same request at once) is dropped,
-// so every reader of the cache sees the same answer.
-func (s *Store) PutResponse(ctx context.Context, key string, id ModelIdentity, req *sdk.GenerateRequest, resp *sdk.GenerateResponse, latency time.Duration) error {
-	identity, err := s.identities.encode(id)
-	if err != nil {
-		return fmt.Errorf("put response %s: %w", key, err)
+// PutResponse journals a successful response to the request r, keyed by
+// k, with every attempt it took, and returns once it is committed. The first
+// response stored under a key wins: a second one (two evals sending the
+// same request at once) is dropped, so every reader of the cache sees the
+// same answer. An identity that looks as if it carries a credential is
+// refused. The journal keeps the request's messages and params; the
+// sample is journaled apart (PutResult), since storing it here would keep
+// every long context twice.
+func (s *Store) PutResponse(ctx context.Context, k *Keyer, r Keyed, resp *sdk.GenerateResponse, latency time.Duration) error {
+	if k.invalid != nil {
+		return fmt.Errorf("put response %s: %w", r.Key, k.invalid)
 	}
 	if resp == nil {
-		return fmt.Errorf("put response %s: nil response", key)
-	}
-	var jr journaledRequest
-	if req != nil {
-		jr = journaledRequest{Messages: req.Messages, Params: req.Params}
-	}
-	request, err := json.Marshal(jr)
-	if err != nil {
-		return fmt.Errorf("put response %s: request: %w", key, err)
+		return fmt.Errorf("put response %s: nil response", r.Key)
 	}
 	rows := make([]row, 1, 1+len(resp.Attempts))
-	rows[0] = row{responsesTable, []any{key, identity, string(request), resp.Text, resp.FinishReason,
+	rows[0] = row{responsesTable, []any{r.Key, k.identity, string(r.request), resp.Text, resp.FinishReason,
 		resp.Usage.PromptTokens, resp.Usage.CompletionTokens, ms(latency)}}
-	if err := s.writeRows(ctx, appendAttempts(rows, key, resp.Attempts)...); err != nil {
-		return fmt.Errorf("put response %s: %w", key, err)
+	if err := s.writeRows(ctx, appendAttempts(rows, r.Key, resp.Attempts)...); err != nil {
+		return fmt.Errorf("put response %s: %w", r.Key, err)
 	}
-	s.known.add(key)
+	s.known.add(r.Key)
 	return nil
 }
 

@@ -16,8 +16,9 @@
 // power failure may lose the last few commits, which a rerun repeats.
 //
 // Secrets: nothing written here may hold an API key. The runner builds
-// ModelIdentity from the model's non-secret settings only; PutResponse checks
-// it and refuses identities that look as if they carry credentials.
+// ModelIdentity from the model's non-secret settings only; NewKeyer checks
+// it once and PutResponse refuses identities that look as if they carry
+// credentials.
 package store
 
 import (
@@ -66,13 +67,12 @@ type Store struct {
 	stmts map[string]*sql.Stmt
 	// inserts are the writer's multi-row INSERTs, prepared on first use;
 	// only the writer goroutine touches them until Close.
-	inserts    insertStmts
-	known      knownKeys
-	identities identityCache
-	ops        chan *writeOp // unbuffered: a send succeeds only when the writer takes it
-	closing    chan struct{}
-	stopped    chan struct{}
-	once       sync.Once
+	inserts insertStmts
+	known   knownKeys
+	ops     chan *writeOp // unbuffered: a send succeeds only when the writer takes it
+	closing chan struct{}
+	stopped chan struct{}
+	once    sync.Once
 }
 
 // writeOp is one caller's share of a group commit: SQL to run (exec), or

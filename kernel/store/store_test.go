@@ -300,6 +300,24 @@ func testIdentity() ModelIdentity {
 	}
 }
 
+func mustKeyer(tb testing.TB, id ModelIdentity) *Keyer {
+	tb.Helper()
+	k, err := NewKeyer(id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+func mustKeyed(tb testing.TB, k *Keyer, req *sdk.GenerateRequest) Keyed {
+	tb.Helper()
+	r, err := k.Request(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
 func testRequest(i int) *sdk.GenerateRequest {
 	return &sdk.GenerateRequest{
 		Messages: []sdk.Message{{Role: "user", Content: fmt.Sprintf("How many stars in passage %d?", i)}},
@@ -311,11 +329,10 @@ func TestResponseRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	id := testIdentity()
+	k := mustKeyer(t, id)
 	req := testRequest(1)
-	key, err := RequestKey(id, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustKeyed(t, k, req)
+	key := r.Key
 	if _, ok, err := s.LookupResponse(ctx, key); ok || err != nil {
 		t.Fatalf("lookup before put: ok=%v err=%v", ok, err)
 	}
@@ -323,7 +340,7 @@ func TestResponseRoundTrip(t *testing.T) {
 		Text: "星星有 [3, 5] 颗", FinishReason: "stop", Usage: sdk.Usage{PromptTokens: 1200, CompletionTokens: 9},
 		Attempts: []sdk.Attempt{{Status: 503, LatencyMS: 12.5, Error: "overloaded"}, {Status: 200, LatencyMS: 250}},
 	}
-	if err := s.PutResponse(ctx, key, id, req, resp, 250*time.Millisecond); err != nil {
+	if err := s.PutResponse(ctx, k, r, resp, 250*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	got, ok, err := s.LookupResponse(ctx, key)
@@ -358,7 +375,7 @@ func TestResponseRoundTrip(t *testing.T) {
 	}
 
 	// The first answer under a key stays.
-	if err := s.PutResponse(ctx, key, id, req, &sdk.GenerateResponse{Text: "other"}, time.Second); err != nil {
+	if err := s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: "other"}, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ = s.LookupResponse(ctx, key)
@@ -449,11 +466,10 @@ func TestPutResponseRejectsCredentials(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			id := testIdentity()
 			tt.modify(&id)
-			key, err := RequestKey(id, testRequest(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.PutResponse(ctx, key, id, testRequest(1), &sdk.GenerateResponse{Text: "x"}, 0); err == nil {
+			k := mustKeyer(t, id)
+			r := mustKeyed(t, k, testRequest(1))
+			key := r.Key
+			if err := s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: "x"}, 0); err == nil {
 				t.Fatal("PutResponse stored an identity with a credential")
 			} else if strings.Contains(err.Error(), "sk-123") || strings.Contains(err.Error(), ":pw@") {
 				t.Errorf("the error repeats the secret: %v", err)
