@@ -259,13 +259,7 @@ func TestKeyerMatchesDoc(t *testing.T) {
 				t.Errorf("key %s, want %s (the hash of %s)", got, want, b)
 			}
 			// The journal's form of the request comes from the same bytes.
-			journaled, err := json.Marshal(struct {
-				Messages []sdk.Message        `json:"messages"`
-				Params   sdk.GenerationParams `json:"params"`
-			}{doc.Messages, doc.Params})
-			if err != nil {
-				t.Fatal(err)
-			}
+			journaled := journalForm(doc.Messages, doc.Params)
 			if r := mustKeyed(t, mustKeyer(t, tc.id), tc.req); string(r.request) != string(journaled) {
 				t.Errorf("journaled request %s, want %s", r.request, journaled)
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/hayloft/hayloft/sdk/sdktest"
@@ -316,6 +317,18 @@ func mustKeyed(tb testing.TB, k *Keyer, req *sdk.GenerateRequest) Keyed {
 		tb.Fatal(err)
 	}
 	return r
+}
+
+// journalForm is what the journal keeps of a request, encoded the plain way.
+func journalForm(msgs []sdk.Message, params sdk.GenerationParams) []byte {
+	b, err := json.Marshal(struct {
+		Messages []sdk.Message        `json:"messages"`
+		Params   sdk.GenerationParams `json:"params"`
+	}{msgs, params})
+	if err != nil {
+		panic(err) // messages and params always encode
+	}
+	return b
 }
 
 func testRequest(i int) *sdk.GenerateRequest {
