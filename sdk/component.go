@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 	"iter"
 )
 
@@ -98,6 +99,19 @@ type Scorer interface {
 type ScoreRequest struct {
 	Sample     *Sample `json:"sample"`
 	Prediction string  `json:"prediction"`
+}
+
+// NeedTargets reports a request that a scorer comparing the prediction
+// with the sample's targets cannot score: no sample, or a sample without
+// targets. scorer names the scorer in the error.
+func (r *ScoreRequest) NeedTargets(scorer string) error {
+	switch {
+	case r == nil || r.Sample == nil:
+		return fmt.Errorf("%s: request has no sample", scorer)
+	case len(r.Sample.Targets) == 0:
+		return fmt.Errorf("%s: sample %q has no targets", scorer, r.Sample.ID)
+	}
+	return nil
 }
 
 // ScoreResponse is one sample's score. Invalid marks a prediction the scorer

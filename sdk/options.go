@@ -7,8 +7,23 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 	"unicode"
 )
+
+// PositiveDuration parses a duration option: value, or def when value is
+// empty, which must be positive. The error is a *ConfigError naming field.
+func PositiveDuration(field, value, def string) (time.Duration, error) {
+	v := value
+	if v == "" {
+		v = def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, Configf(field, "want a positive duration such as %q, got %q", def, value)
+	}
+	return d, nil
+}
 
 // Options are a component's own settings as the config file gave them,
 // encoded as a JSON object. Components decode them strictly: an unknown name

@@ -2,7 +2,10 @@ package sdk
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestOptionsDecode(t *testing.T) {
@@ -64,5 +67,45 @@ func TestUnknownOptionSuggestsTheNearest(t *testing.T) {
 	err := Options(`{"lenghts":[1]}`).Decode(&o)
 	if err == nil || err.Error() != `lenghts: unknown option; did you mean "lengths"?` {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPositiveDuration(t *testing.T) {
+	for _, tc := range []struct {
+		value, def string
+		want       time.Duration
+		wantErr    string
+	}{
+		{"", "10s", 10 * time.Second, ""},
+		{"250ms", "10s", 250 * time.Millisecond, ""},
+		{"0s", "10s", 0, `timeout: want a positive duration such as "10s", got "0s"`},
+		{"-1s", "10s", 0, `got "-1s"`},
+		{"soon", "10s", 0, `got "soon"`},
+	} {
+		got, err := PositiveDuration("timeout", tc.value, tc.def)
+		var ce *ConfigError
+		switch {
+		case tc.wantErr == "" && (err != nil || got != tc.want):
+			t.Errorf("%q: %v, %v; want %v", tc.value, got, err, tc.want)
+		case tc.wantErr != "" && (!errors.As(err, &ce) || ce.Field != "timeout" || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%q: error %v, want a ConfigError on timeout containing %q", tc.value, err, tc.wantErr)
+		}
+	}
+}
+
+func TestNeedTargets(t *testing.T) {
+	for _, tc := range []struct {
+		req  *ScoreRequest
+		want string
+	}{
+		{nil, "s: request has no sample"},
+		{&ScoreRequest{}, "s: request has no sample"},
+		{&ScoreRequest{Sample: &Sample{ID: "x"}}, `s: sample "x" has no targets`},
+		{&ScoreRequest{Sample: &Sample{ID: "x", Targets: []string{"a"}}}, ""},
+	} {
+		err := tc.req.NeedTargets("s")
+		if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || err != nil && got != tc.want {
+			t.Errorf("%+v: %v, want %q", tc.req, err, tc.want)
+		}
 	}
 }

@@ -100,13 +100,9 @@ func parseOptions(opts sdk.Options) (*settings, error) {
 		{"retry_backoff_max", o.RetryBackoffMax, "30s", &s.capped},
 	}
 	for _, d := range durations {
-		v := d.val
-		if v == "" {
-			v = d.def
-		}
-		dur, err := time.ParseDuration(v)
-		if err != nil || dur <= 0 {
-			return nil, sdk.Configf(d.field, "want a positive duration such as %q, got %q", d.def, d.val)
+		dur, err := sdk.PositiveDuration(d.field, d.val, d.def)
+		if err != nil {
+			return nil, err
 		}
 		*d.dst = dur
 	}

@@ -201,11 +201,8 @@ func (s *Scorer) tokens(tok tokenizeFunc, seg string) []string {
 
 // Score returns the sentence BLEU of the prediction against sample.Targets.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if req == nil || req.Sample == nil {
-		return nil, fmt.Errorf("%s: request has no sample", Name)
-	}
-	if len(req.Sample.Targets) == 0 {
-		return nil, fmt.Errorf("%s: sample %q has no targets", Name, req.Sample.ID)
+	if err := req.NeedTargets(Name); err != nil {
+		return nil, err
 	}
 	tok := s.tok
 	if tok == nil {

@@ -7,7 +7,6 @@ package exact
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hayloft/hayloft/sdk"
 )
@@ -41,11 +40,8 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 // any normalised target (reported in Details), else 0. Scorers that differ
 // only in how a prediction matches a target share it.
 func MatchAny(name string, req *sdk.ScoreRequest, n Normalization, match func(pred, target string) bool) (*sdk.ScoreResponse, error) {
-	if req == nil || req.Sample == nil {
-		return nil, fmt.Errorf("%s: request has no sample", name)
-	}
-	if len(req.Sample.Targets) == 0 {
-		return nil, fmt.Errorf("%s: sample %q has no targets", name, req.Sample.ID)
+	if err := req.NeedTargets(name); err != nil {
+		return nil, err
 	}
 	pred := n.Apply(req.Prediction)
 	for i, t := range req.Sample.Targets {

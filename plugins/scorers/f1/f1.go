@@ -84,13 +84,10 @@ func (s *Scorer) mode(sample *sdk.Sample) string {
 
 // Score returns the F1 of the prediction, the best over targets.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if req == nil || req.Sample == nil {
-		return nil, fmt.Errorf("%s: request has no sample", Name)
+	if err := req.NeedTargets(Name); err != nil {
+		return nil, err
 	}
 	sample := req.Sample
-	if len(sample.Targets) == 0 {
-		return nil, fmt.Errorf("%s: sample %q has no targets", Name, sample.ID)
-	}
 	mode := s.mode(sample)
 	if mode == ModeChoices {
 		return s.choices(sample, req.Prediction)

@@ -64,13 +64,10 @@ func ParseRating(text string) (float64, bool) {
 
 // Score returns |rating - target| for the nearest target.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if req == nil || req.Sample == nil {
-		return nil, fmt.Errorf("%s: request has no sample", Name)
+	if err := req.NeedTargets(Name); err != nil {
+		return nil, err
 	}
 	sample := req.Sample
-	if len(sample.Targets) == 0 {
-		return nil, fmt.Errorf("%s: sample %q has no targets", Name, sample.ID)
-	}
 	targets := make([]float64, len(sample.Targets))
 	for i, t := range sample.Targets {
 		v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)

@@ -14,7 +14,6 @@ package rougel
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -128,11 +127,8 @@ func newScorer(raw sdk.Options, summary bool) (*Scorer, error) {
 // Score compares the prediction with every target and keeps the score with
 // the highest F (the first on ties), as rouge_score's score_multi does.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if req == nil || req.Sample == nil {
-		return nil, fmt.Errorf("%s: request has no sample", s.name())
-	}
-	if len(req.Sample.Targets) == 0 {
-		return nil, fmt.Errorf("%s: sample %q has no targets", s.name(), req.Sample.ID)
+	if err := req.NeedTargets(s.name()); err != nil {
+		return nil, err
 	}
 	best := Score{Fmeasure: -1}
 	for _, t := range req.Sample.Targets {
