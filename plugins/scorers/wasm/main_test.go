@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +59,10 @@ func runTests(m *testing.M) int {
 // buildModules compiles every test module to dir, in parallel: each build
 // mostly links a large Go runtime, so they overlap well.
 func buildModules(dir string) error {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("the go command builds the test modules: %w", err)
+	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
