@@ -1,6 +1,9 @@
 package sdk
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Placeholders a task may put in its message templates. The kernel substitutes
 // them once, after retrieval and truncation have acted on the context, so the
@@ -87,16 +90,42 @@ func DefaultMessages() []Message {
 // Render fills the sample's template with its context and question. Slots are
 // replaced in the template only: a context that happens to contain the text
 // "{{question}}" is left as it is.
+//
+// Each call allocates every message afresh, a long context included. A
+// consumer that renders many long prompts one after another and does not
+// keep them (a request encoder writing into one body buffer, a benchmark)
+// can use Template and AppendContent to reuse one buffer instead.
 func (s *Sample) Render() []Message {
-	tmpl := s.Messages
-	if len(tmpl) == 0 {
-		tmpl = DefaultMessages()
-	}
+	tmpl := s.Template()
 	out := make([]Message, len(tmpl))
 	for i, m := range tmpl {
 		out[i] = Message{Role: m.Role, Content: fill(m.Content, s.Context, s.Question)}
 	}
 	return out
+}
+
+// Template is the sample's message template: Messages, or DefaultMessages
+// when it has none.
+func (s *Sample) Template() []Message {
+	if len(s.Messages) == 0 {
+		return DefaultMessages()
+	}
+	return s.Messages
+}
+
+// AppendContent appends content, a message of the sample's Template, with
+// its slots filled to dst and returns the extended buffer: the bytes of
+// Render's Content for that message, written where the caller wants them.
+// Rendering prompt after prompt into dst[:0] then allocates nothing once
+// dst has grown to the longest, where Render allocates each prompt anew
+// and leaves the garbage collector a whole prompt per sample to collect.
+func (s *Sample) AppendContent(dst []byte, content string) []byte {
+	if !strings.Contains(content, "{{") {
+		return append(dst, content...)
+	}
+	dst = slices.Grow(dst, len(content)+len(s.Context)+len(s.Question))
+	fillEach(content, s.Context, s.Question, func(part string) { dst = append(dst, part...) })
+	return dst
 }
 
 // fill substitutes the slots in one pass over the template: what is
@@ -108,22 +137,30 @@ func fill(tmpl, context, question string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(tmpl) + len(context) + len(question))
+	fillEach(tmpl, context, question, func(part string) { b.WriteString(part) })
+	return b.String()
+}
+
+// fillEach walks tmpl once and hands write its parts in order: literal
+// text, and the context or question in place of each slot. Render and
+// AppendContent share it, so both fill byte for byte alike.
+func fillEach(tmpl, context, question string, write func(string)) {
 	for {
 		i := strings.Index(tmpl, "{{")
 		if i < 0 {
-			b.WriteString(tmpl)
-			return b.String()
+			write(tmpl)
+			return
 		}
-		b.WriteString(tmpl[:i])
+		write(tmpl[:i])
 		switch rest := tmpl[i:]; {
 		case strings.HasPrefix(rest, ContextSlot):
-			b.WriteString(context)
+			write(context)
 			tmpl = rest[len(ContextSlot):]
 		case strings.HasPrefix(rest, QuestionSlot):
-			b.WriteString(question)
+			write(question)
 			tmpl = rest[len(QuestionSlot):]
 		default:
-			b.WriteByte('{')
+			write("{")
 			tmpl = rest[1:]
 		}
 	}

@@ -401,8 +401,10 @@ func (l *loader) longContext(docID, language string, raw []byte) (*Doc, error) {
 			return known, nil
 		}
 	}
-	var text string
-	if err := json.Unmarshal(raw, &text); err != nil {
+	// Decoded straight into the string that holds it: one allocation of
+	// the document, no scratch copy (see decodeString).
+	text, err := decodeString(raw)
+	if err != nil {
 		return nil, fmt.Errorf(`field "context": %w`, err)
 	}
 	if known != nil {
