@@ -119,7 +119,10 @@ func Load(path string, skipBad bool) (*Dataset, error) {
 	defer f.Close()
 	l := &loader{path: path, dir: filepath.Dir(path), skipBad: skipBad,
 		ds: &Dataset{Docs: map[string]*Doc{}}, files: map[string]*Doc{}, ids: map[string]string{}, sums: map[string]uint64{}, seed: maphash.MakeSeed()}
-	r := bufio.NewReaderSize(f, 1<<20)
+	// The reader is for peeking at the first byte; the line scanner
+	// reads through it into its own buffer, so a big one here would only
+	// hold a second copy of the text being read.
+	r := bufio.NewReaderSize(f, 64<<10)
 	first, err := firstByte(r)
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("%s: %w", path, err)
