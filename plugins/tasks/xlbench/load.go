@@ -176,7 +176,7 @@ func (l *loader) bad(where string, err error) error {
 
 func (l *loader) readJSONL(r *bufio.Reader) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
