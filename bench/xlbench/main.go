@@ -302,6 +302,9 @@ func writeHeapProfile(path string) error {
 	if err != nil {
 		return err
 	}
+	// The profile shows allocations as of the last collection: one now
+	// makes it cover every allocation so far.
+	runtime.GC()
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		f.Close()
 		return err
