@@ -231,6 +231,10 @@ func TestBadLines(t *testing.T) {
 		{"missing context_file", rec("x", "fiction", "question_answering", "en", "e", "context_file", "absent.txt"), `absent.txt`},
 		{"bad examples", rec("x", "fiction", "question_answering", "en", "d", "examples", "no"), `"examples"`},
 		{"repeated id", rec("g", "fiction", "question_answering", "en", "d"), `id "g" repeats the id of `},
+		// A context long enough to be decoded outside encoding/json
+		// (decodeString) is refused alike.
+		{"bad escape in a long context", `{"id":"x","scenario":"fiction","subtask":"question_answering","language":"en","doc_id":"e","question":"q","answer":"a","context":"` +
+			strings.Repeat("long ", 20_000) + `\q"}`, `field "context": invalid escape`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
