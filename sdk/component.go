@@ -66,6 +66,12 @@ type GenerateRequest struct {
 	// set only for models that implement SampleReader (baselines answering
 	// from its structure); for others it is empty, the messages carry it.
 	Sample *Sample `json:"sample,omitempty"`
+	// Slot, when set, is the server slot the kernel's send order chose
+	// for the request (llama-server's id_slot): the slot that holds its
+	// shared prefix, where a server reuses a prefix only within one slot.
+	// A model that has no slots ignores it. It is advice on where to
+	// compute, not part of the request's identity or cache key.
+	Slot *int `json:"slot,omitempty"`
 }
 
 // Usage counts tokens as the server reported them.

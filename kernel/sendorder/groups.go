@@ -48,7 +48,7 @@ func (w *groupsWindow[T]) Push(seq int, prompt string, v T) {
 	}
 	key := maphash.String(w.seed, c)
 	w.nextID++
-	w.items = append(w.items, groupItem[T]{it: Item[T]{Seq: seq, Value: v, id: w.nextID}, key: key, bytes: len(prompt)})
+	w.items = append(w.items, groupItem[T]{it: Item[T]{Seq: seq, Value: v, Slot: -1, id: w.nextID}, key: key, bytes: len(prompt)})
 	w.bytes += len(prompt)
 	w.groups[key]++
 }

@@ -29,7 +29,10 @@ const (
 type Item[T any] struct {
 	Seq   int
 	Value T
-	id    int
+	// Slot is the server slot the request should go to (llama-server's
+	// id_slot), where the window was given Options.Slots; -1 otherwise.
+	Slot int
+	id   int
 }
 
 // Status is the outcome of Pop.
@@ -64,6 +67,12 @@ type Options struct {
 	// token per BytesPerToken bytes, which overestimates for English text
 	// (about 4 bytes a token), erring toward a smaller working set.
 	TokensOf func(prefix string) int
+	// Slots, when > 0, is the server's slots (llama-server's -np), each
+	// with a prefix cache of its own: the Prefix policy then pins every
+	// request to a slot (Item.Slot), each shared prefix to the slot that
+	// holds it, and opens no more groups at once than there are slots
+	// (slots.go). CacheTokens is then one slot's context.
+	Slots int
 }
 
 // DefaultCacheTokens is assumed when the cache size is not known: a
@@ -100,7 +109,7 @@ type taskWindow[T any] struct {
 func (w *taskWindow[T]) Full() bool { return len(w.items) > 0 }
 
 func (w *taskWindow[T]) Push(seq int, _ string, v T) {
-	w.items = append(w.items, Item[T]{Seq: seq, Value: v})
+	w.items = append(w.items, Item[T]{Seq: seq, Value: v, Slot: -1})
 }
 
 func (w *taskWindow[T]) Pop() (Item[T], Status) {

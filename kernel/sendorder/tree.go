@@ -42,6 +42,9 @@ type treeWindow[T any] struct {
 	lastPopped int
 	byID       map[int]*entry[T]
 	memo       map[[2]int]int // (entry id, prefix bytes) -> tokens
+	// slots: see slots.go; nil unless Options.Slots.
+	slots []slotState
+	clock int
 }
 
 type state int
@@ -83,7 +86,11 @@ func newTree[T any](opts Options) *treeWindow[T] {
 	if opts.TokensOf == nil {
 		opts.TokensOf = func(s string) int { return (len(s) + BytesPerToken - 1) / BytesPerToken }
 	}
-	return &treeWindow[T]{opts: opts, byID: map[int]*entry[T]{}, memo: map[[2]int]int{}}
+	w := &treeWindow[T]{opts: opts, byID: map[int]*entry[T]{}, memo: map[[2]int]int{}}
+	if opts.Slots > 0 {
+		w.slots = make([]slotState, opts.Slots)
+	}
+	return w
 }
 
 func (w *treeWindow[T]) tokens(e *entry[T], n int) int {
@@ -107,9 +114,14 @@ func (w *treeWindow[T]) tokens(e *entry[T], n int) int {
 // hints, the oldest dropped first beyond that.
 func (w *treeWindow[T]) Full() bool {
 	for {
-		done, doneBytes, oldest := 0, 0, -1
+		done, doneBytes, oldest, inFlight := 0, 0, -1, 0
 		for i, e := range w.list {
-			if e.state == stateDone {
+			if e.state == statePrefill || e.state == statePrefilled {
+				inFlight++
+			}
+			// The prompt a slot holds is what tells its siblings where
+			// to go: it stays (at most one per slot).
+			if e.state == stateDone && !w.slotHolds(e.it.id) {
 				done++
 				doneBytes += len(e.text)
 				if oldest < 0 || e.done < w.list[oldest].done {
@@ -122,7 +134,7 @@ func (w *treeWindow[T]) Full() bool {
 			return false
 		}
 		if oldest < 0 || done <= LookaheadSamples/4 && doneBytes <= LookaheadBytes/4 {
-			return w.pending > 0 || oldest < 0 && len(w.list) > 0
+			return w.pending > 0 || oldest < 0 && inFlight > 0
 		}
 		w.remove(oldest)
 	}
@@ -142,7 +154,7 @@ func lcp(a, b string) int {
 
 func (w *treeWindow[T]) Push(seq int, prompt string, v T) {
 	w.nextID++
-	e := &entry[T]{it: Item[T]{Seq: seq, Value: v, id: w.nextID}, text: prompt}
+	e := &entry[T]{it: Item[T]{Seq: seq, Value: v, Slot: -1, id: w.nextID}, text: prompt}
 	w.byID[e.it.id] = e
 	i, _ := slices.BinarySearchFunc(w.list, prompt, func(x *entry[T], p string) int { return strings.Compare(x.text, p) })
 	w.list = slices.Insert(w.list, i, e)
@@ -288,6 +300,9 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 	if w.pending == 0 {
 		return Item[T]{}, Empty
 	}
+	if w.slots != nil {
+		return w.popSlot()
+	}
 	covered, coming := w.standings()
 	used, inFlight := w.occupancy(covered)
 	// A thirty-second of the cache is left for what the estimate misses.
@@ -390,6 +405,9 @@ func (w *treeWindow[T]) Done(it Item[T]) {
 	e, ok := w.byID[it.id]
 	if !ok {
 		return
+	}
+	if e.state != stateDone && e.it.Slot >= 0 {
+		w.slots[e.it.Slot].inFlight--
 	}
 	w.nextID++
 	e.state, e.done = stateDone, w.nextID

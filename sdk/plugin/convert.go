@@ -158,7 +158,12 @@ func generateRequestToProto(r *sdk.GenerateRequest) (*pb.GenerateRequest, error)
 	if err != nil {
 		return nil, err
 	}
-	return &pb.GenerateRequest{Messages: messagesToProto(r.Messages), Params: paramsToProto(r.Params), Sample: s}, nil
+	out := &pb.GenerateRequest{Messages: messagesToProto(r.Messages), Params: paramsToProto(r.Params), Sample: s}
+	if r.Slot != nil {
+		slot := int64(*r.Slot)
+		out.Slot = &slot
+	}
+	return out, nil
 }
 
 func generateRequestFromProto(p *pb.GenerateRequest) (*sdk.GenerateRequest, error) {
@@ -166,7 +171,12 @@ func generateRequestFromProto(p *pb.GenerateRequest) (*sdk.GenerateRequest, erro
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.GenerateRequest{Messages: messagesFromProto(p.GetMessages()), Params: paramsFromProto(p.GetParams()), Sample: s}, nil
+	out := &sdk.GenerateRequest{Messages: messagesFromProto(p.GetMessages()), Params: paramsFromProto(p.GetParams()), Sample: s}
+	if p.Slot != nil {
+		slot := int(p.GetSlot())
+		out.Slot = &slot
+	}
+	return out, nil
 }
 
 func generateResponseToProto(r *sdk.GenerateResponse) *pb.GenerateResponse {

@@ -64,6 +64,9 @@ func TestGenerateRoundTrip(t *testing.T) {
 		req  *sdk.GenerateRequest
 		resp *sdk.GenerateResponse
 	}{
+		{"slot 0 is a slot",
+			&sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: "hi"}}, Slot: ptr(0)},
+			&sdk.GenerateResponse{Text: "hello"}},
 		{"defaults",
 			&sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: "hi"}}},
 			&sdk.GenerateResponse{Text: "hello"}},
@@ -72,6 +75,7 @@ func TestGenerateRoundTrip(t *testing.T) {
 				Messages: []sdk.Message{{Role: "user", Content: "hi"}},
 				Params:   sdk.GenerationParams{Temperature: ptr(0.0), TopP: ptr(0.9), MaxTokens: 32, Stop: []string{"\n"}, Seed: ptr(int64(7))},
 				Sample:   &sdk.Sample{ID: "s", Choices: []string{"x"}},
+				Slot:     ptr(3),
 			},
 			&sdk.GenerateResponse{Text: "ok", FinishReason: "stop", Usage: sdk.Usage{PromptTokens: 3, CompletionTokens: 1},
 				Attempts: []sdk.Attempt{{Status: 429, LatencyMS: 1.5, Error: "slow down"}, {Status: 200, LatencyMS: 2}}}},

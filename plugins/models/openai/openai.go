@@ -247,6 +247,9 @@ type request struct {
 	Seed        *int64        `json:"seed,omitempty"`
 	Echo        bool          `json:"echo,omitempty"`
 	Logprobs    int           `json:"logprobs,omitempty"`
+	// IDSlot is llama-server's slot for the request: the kernel's send
+	// order pins a shared prefix to the slot that holds it.
+	IDSlot *int `json:"id_slot,omitempty"`
 }
 
 // usage is the token count an answer reports: OpenAI, vLLM (with
@@ -315,6 +318,7 @@ func (c *Client) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.G
 	if req.Params.MaxTokens <= 0 && req.Sample != nil && req.Sample.MaxNewTokens > 0 {
 		body.MaxTokens = req.Sample.MaxNewTokens
 	}
+	body.IDSlot = req.Slot
 	var out generateResponse
 	attempts, err := c.post(ctx, c.genURL, &body, func(raw []byte) error {
 		out = generateResponse{}

@@ -56,9 +56,10 @@ type Options struct {
 
 // reservedBody are request fields the client sets itself; decoding
 // parameters come from the eval (they are part of the cache key), so
-// extra_body must not override them behind the cache's back.
+// extra_body must not override them behind the cache's back; id_slot is
+// the kernel's send order's (a llama-server slot per shared prefix).
 var reservedBody = []string{"model", "messages", "prompt", "stream", "n", "echo", "logprobs",
-	"temperature", "top_p", "max_tokens", "stop", "seed", "input"}
+	"temperature", "top_p", "max_tokens", "stop", "seed", "input", "id_slot"}
 
 // settings are validated Options.
 type settings struct {

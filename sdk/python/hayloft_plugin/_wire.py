@@ -101,6 +101,7 @@ def generate_request_from_pb(p: pb.GenerateRequest) -> GenerateRequest:
         stop=list(par.stop),
         seed=par.seed if par.HasField("seed") else None,
         sample=sample_from_pb(p.sample) if p.HasField("sample") else None,
+        slot=p.slot if p.HasField("slot") else None,
     )
 
 
@@ -115,6 +116,8 @@ def generate_request_to_pb(r: GenerateRequest) -> pb.GenerateRequest:
     out = pb.GenerateRequest(messages=[pb.Message(role=m.role, content=m.content) for m in r.messages], params=par)
     if r.sample is not None:
         out.sample.CopyFrom(sample_to_pb(r.sample))
+    if r.slot is not None:
+        out.slot = r.slot
     return out
 
 

@@ -99,6 +99,9 @@ class GenerateRequest:
     stop: List[str] = field(default_factory=list)
     seed: Optional[int] = None
     sample: Optional[Sample] = None
+    # The server slot hayloft's send order chose (llama-server's id_slot),
+    # None when it chose none; advice, not part of the request's identity.
+    slot: Optional[int] = None
 
 
 @dataclass

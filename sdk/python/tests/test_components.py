@@ -133,6 +133,13 @@ class ScorerTest(unittest.TestCase):
 
 
 class ModelTest(unittest.TestCase):
+    def test_slot_round_trip(self):
+        from hayloft_plugin import _wire
+
+        for slot in (None, 0, 3):
+            req = GenerateRequest(messages=[Message("user", "abc")], slot=slot)
+            self.assertEqual(_wire.generate_request_from_pb(_wire.generate_request_to_pb(req)).slot, slot)
+
     def test_model(self):
         req = GenerateRequest(messages=[Message("user", "abc")], temperature=0.0, seed=3)
         testing.check_model(plugin, "echo", [req])

@@ -1065,10 +1065,12 @@ func (x *GenerationParams) GetSeed() int64 {
 }
 
 type GenerateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Messages      []*Message             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
-	Params        *GenerationParams      `protobuf:"bytes,2,opt,name=params,proto3" json:"params,omitempty"`
-	Sample        *Sample                `protobuf:"bytes,3,opt,name=sample,proto3" json:"sample,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Messages []*Message             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	Params   *GenerationParams      `protobuf:"bytes,2,opt,name=params,proto3" json:"params,omitempty"`
+	Sample   *Sample                `protobuf:"bytes,3,opt,name=sample,proto3" json:"sample,omitempty"`
+	// The server slot the kernel chose (llama-server's id_slot); unset: none.
+	Slot          *int64 `protobuf:"varint,4,opt,name=slot,proto3,oneof" json:"slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1122,6 +1124,13 @@ func (x *GenerateRequest) GetSample() *Sample {
 		return x.Sample
 	}
 	return nil
+}
+
+func (x *GenerateRequest) GetSlot() int64 {
+	if x != nil && x.Slot != nil {
+		return *x.Slot
+	}
+	return 0
 }
 
 type Usage struct {
@@ -2657,11 +2666,13 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x04seed\x18\x05 \x01(\x03H\x02R\x04seed\x88\x01\x01B\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
-	"\x05_seed\"\xb9\x01\n" +
+	"\x05_seed\"\xdb\x01\n" +
 	"\x0fGenerateRequest\x126\n" +
 	"\bmessages\x18\x01 \x03(\v2\x1a.hayloft.plugin.v1.MessageR\bmessages\x12;\n" +
 	"\x06params\x18\x02 \x01(\v2#.hayloft.plugin.v1.GenerationParamsR\x06params\x121\n" +
-	"\x06sample\x18\x03 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\"\x95\x01\n" +
+	"\x06sample\x18\x03 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\x12\x17\n" +
+	"\x04slot\x18\x04 \x01(\x03H\x00R\x04slot\x88\x01\x01B\a\n" +
+	"\x05_slot\"\x95\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\x03R\x10completionTokens\x12(\n" +
@@ -2913,6 +2924,7 @@ func file_hayloft_plugin_v1_plugin_proto_init() {
 		return
 	}
 	file_hayloft_plugin_v1_plugin_proto_msgTypes[15].OneofWrappers = []any{}
+	file_hayloft_plugin_v1_plugin_proto_msgTypes[16].OneofWrappers = []any{}
 	file_hayloft_plugin_v1_plugin_proto_msgTypes[17].OneofWrappers = []any{}
 	file_hayloft_plugin_v1_plugin_proto_msgTypes[33].OneofWrappers = []any{
 		(*Call_Generate)(nil),
