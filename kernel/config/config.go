@@ -95,6 +95,10 @@ type ModelSettings struct {
 	// PrefixCacheTokens is the server's prefix (KV) cache in tokens, which
 	// the send order keeps its working set within; 0 = unknown.
 	PrefixCacheTokens int
+	// ServerSlots is llama-server's slots (-np), each caching its own
+	// prefix: the send order pins each shared prefix to one slot (id_slot).
+	// 0 = ask the server (/props).
+	ServerSlots int
 	// PricePromptPerMTok and PriceCompletionPerMTok are a hosted API's
 	// prices per million prompt and completion tokens, for `hayloft plan`'s
 	// cost; 0 = not given.

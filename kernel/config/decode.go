@@ -301,7 +301,7 @@ func (d *decoder) decodeComponent(kind sdk.Kind, b *hclsyntax.Block) {
 
 // modelAttrs are the kernel-level attributes of model blocks: the kernel
 // schedules, truncates and caches by them, so they are never the plugin's.
-var modelAttrs = []string{"max_concurrency", "initial_concurrency", "load_probe", "context_window", "prefix_cache_tokens", "truncation",
+var modelAttrs = []string{"max_concurrency", "initial_concurrency", "load_probe", "context_window", "prefix_cache_tokens", "server_slots", "truncation",
 	"price_prompt_per_mtok", "price_completion_per_mtok", "temperature", "top_p", "max_tokens", "stop", "seed"}
 
 // loadProbes are the servers whose queue the kernel can read.
@@ -336,6 +336,10 @@ func (d *decoder) modelAttr(c *Component, attr *hclsyntax.Attribute) {
 	case "prefix_cache_tokens":
 		if n, ok := d.intAttr(what, attr, 1); ok {
 			m.PrefixCacheTokens = int(n)
+		}
+	case "server_slots":
+		if n, ok := d.intAttr(what, attr, 1); ok {
+			m.ServerSlots = int(n)
 		}
 	case "price_prompt_per_mtok":
 		if f, ok := d.floatAttr(what, attr, 0, math.Inf(1)); ok {

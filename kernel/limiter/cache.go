@@ -15,6 +15,9 @@ import (
 type PrefixCache struct {
 	Tokens int
 	Source string
+	// Slots is llama-server's slot count (each slot caching its own
+	// prefix, of Tokens); 0 for servers with one shared cache.
+	Slots int
 }
 
 // LearnPrefixCache asks the server at base (the API root …/v1 or the server
@@ -105,7 +108,25 @@ func llamaCppCache(ctx context.Context, base string) (PrefixCache, error) {
 	if props.Settings.NCtx <= 0 {
 		return PrefixCache{}, fmt.Errorf("%s: no default_generation_settings.n_ctx", url)
 	}
-	return PrefixCache{Tokens: props.Settings.NCtx, Source: fmt.Sprintf("llama-server %s: n_ctx of one slot (%d slots)", url, props.TotalSlots)}, nil
+	return PrefixCache{Tokens: props.Settings.NCtx, Source: fmt.Sprintf("llama-server %s: n_ctx of one slot (%d slots)", url, props.TotalSlots), Slots: props.TotalSlots}, nil
+}
+
+// LearnSlots asks the server at base for llama-server's slots, /props
+// total_slots. It fails for a server without them (not a llama-server).
+// /slots is not read: it lists no slots when llama-server runs with
+// --no-slots, and /props is always there.
+func LearnSlots(ctx context.Context, base string) (int, error) {
+	var props struct {
+		TotalSlots int `json:"total_slots"`
+	}
+	url := serverRoot(base) + "/props"
+	if err := getJSON(ctx, url, &props); err != nil {
+		return 0, err
+	}
+	if props.TotalSlots <= 0 {
+		return 0, fmt.Errorf("%s: no total_slots (not a llama-server)", url)
+	}
+	return props.TotalSlots, nil
 }
 
 func getJSON(ctx context.Context, url string, v any) error {

@@ -42,3 +42,25 @@ func TestLearnPrefixCache(t *testing.T) {
 		})
 	}
 }
+
+// llama-server's slots come from /props; other servers have none.
+func TestLearnSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts openaitest.Options
+		want int
+	}{
+		{"llama-server", openaitest.Options{Llama: &openaitest.LlamaConfig{Slots: 6}}, 6},
+		{"vLLM", openaitest.Options{Engine: &openaitest.EngineConfig{}}, 0},
+		{"plain", openaitest.Options{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openaitest.NewServer(tc.opts)
+			defer s.Close()
+			n, err := LearnSlots(context.Background(), s.BaseURL())
+			if n != tc.want || (err == nil) != (tc.want > 0) {
+				t.Errorf("got %d, %v; want %d", n, err, tc.want)
+			}
+		})
+	}
+}

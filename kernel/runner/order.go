@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -28,11 +29,11 @@ import (
 // newWindow returns the look-ahead for an eval's phase, sized to the
 // smallest prefix cache among its models.
 func (r *Runner) newWindow(ctx context.Context, order string, rows []*row) sendorder.Window[*sdk.Sample] {
-	n := 0
+	n, slots := 0, 0
 	if order != config.OrderTask {
-		n = r.cacheTokens(ctx, rows)
+		n, slots = r.cacheTokens(ctx, rows)
 	}
-	return sendorder.New[*sdk.Sample](order, sendorder.Options{CacheTokens: n})
+	return sendorder.New[*sdk.Sample](order, sendorder.Options{CacheTokens: n, Slots: slots})
 }
 
 // learnTimeout bounds asking a server for its cache size.
@@ -62,6 +63,20 @@ func (r *Runner) prefixCache(ctx context.Context, h *modelHandle) limiter.Prefix
 		default:
 			h.cache = limiter.PrefixCache{Tokens: sendorder.DefaultCacheTokens, Source: "default: no server to ask (set prefix_cache_tokens)"}
 		}
+		switch {
+		case h.settings.ServerSlots > 0:
+			h.cache.Slots = h.settings.ServerSlots
+			h.cache.Source += fmt.Sprintf("; %d slots (server_slots in config)", h.settings.ServerSlots)
+		case h.cache.Slots > 0 || h.keyed || h.identity.Endpoint == "":
+		default:
+			// The cache size was configured, so /props was not read yet.
+			lctx, cancel := context.WithTimeout(ctx, learnTimeout)
+			if n, err := limiter.LearnSlots(lctx, h.identity.Endpoint); err == nil {
+				h.cache.Slots = n
+				h.cache.Source += fmt.Sprintf("; %d llama-server slots (/props)", n)
+			}
+			cancel()
+		}
 		// An assumed size is worth a warning where a server could have a
 		// cache; a learned or configured one is information.
 		switch {
@@ -88,18 +103,32 @@ func messagesText(msgs []sdk.Message) string {
 	return strings.Join(parts, "\n")
 }
 
-// cacheTokens is the smallest prefix cache among the rows' models.
-func (r *Runner) cacheTokens(ctx context.Context, rows []*row) int {
-	n := 0
+// cacheTokens is the smallest prefix cache among the rows' models, and the
+// fewest slots among those whose server has slots (0: none has).
+func (r *Runner) cacheTokens(ctx context.Context, rows []*row) (tokens, slots int) {
 	for _, rw := range rows {
 		if rw.model == nil || rw.res.Error != "" {
 			continue
 		}
-		if c := r.prefixCache(ctx, rw.model).Tokens; n == 0 || c < n {
-			n = c
+		pc := r.prefixCache(ctx, rw.model)
+		if tokens == 0 || pc.Tokens < tokens {
+			tokens = pc.Tokens
+		}
+		if pc.Slots > 0 && (slots == 0 || pc.Slots < slots) {
+			slots = pc.Slots
 		}
 	}
-	return n
+	return tokens, slots
+}
+
+// slot is the slot hint of a request to h: the send order's choice, for a
+// model whose server has slots (learned or configured by the time the
+// window was made).
+func (h *modelHandle) slot(s int) *int {
+	if s < 0 || h.cache.Slots == 0 || s >= h.cache.Slots {
+		return nil
+	}
+	return &s
 }
 
 // doneQueue carries the samples answered by workers to the dispatcher,

@@ -65,3 +65,72 @@ eval "e" {
 		t.Errorf("order prefix computed %d prompt tokens, want at most %d (task order: %d)", computed[config.OrderPrefix], most, computed[config.OrderTask])
 	}
 }
+
+// Against llama-server's slots, through the real OpenAI client: the run
+// learns the slots from /props and pins each document to one slot, so every
+// question after a document's first reuses the document.
+func TestLlamaSlotsPinned(t *testing.T) {
+	task := docs{n: 24, pad: 4000}
+	srv := openaitest.NewServer(openaitest.Options{Llama: &openaitest.LlamaConfig{Slots: 2},
+		Answer: func(req openaitest.ChatRequest) string {
+			c := req.Messages[len(req.Messages)-1].Content
+			return "a" + strings.TrimSpace(c[strings.LastIndex(c, "question ")+len("question "):])
+		}})
+	defer srv.Close()
+	f := newFixture(t, 0, nil)
+	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return task, nil })
+	f.set.RegisterModel("openai", openai.New)
+	res, err := f.run(t, context.Background(), fmt.Sprintf(`
+task "docs" "d" {}
+model "openai" "m" {
+  base_url        = %q
+  model           = "fake-model"
+  max_concurrency = 4
+}
+eval "e" {
+  task    = task.docs.d
+  models  = [model.openai.m]
+  scorers = ["match"]
+}`, srv.BaseURL()))
+	if err != nil || res.Evals[0].Samples != task.n {
+		t.Fatalf("%v %+v", err, res.Evals[0])
+	}
+	if m := res.Evals[0].Metrics["match"]; m == nil || m.Value != 1 {
+		t.Errorf("match %+v", m)
+	}
+	st := srv.Llama()
+	cached, slots := st.Cached, st.Slots
+	if st.Pinned != int64(task.n) {
+		t.Errorf("%d of %d requests named their slot", st.Pinned, task.n)
+	}
+	docSlot := map[int]map[int]bool{}
+	for prompt, ss := range slots {
+		d := 0
+		if strings.Contains(prompt, "Document B") {
+			d = 1
+		}
+		if docSlot[d] == nil {
+			docSlot[d] = map[int]bool{}
+		}
+		for _, s := range ss {
+			docSlot[d][s] = true
+		}
+	}
+	for d, ss := range docSlot {
+		if len(ss) != 1 {
+			t.Errorf("document %d computed on slots %v, want one", d, ss)
+		}
+	}
+	// Each document's first question computes it, the other 11 reuse it.
+	least := int64(0)
+	for d := range 2 {
+		least += int64(task.n/2-1) * int64(openaitest.CountTokens(task.doc(d)))
+	}
+	if cached < least {
+		t.Errorf("the slots reused %d prompt tokens, want at least %d", cached, least)
+	}
+	use, err := f.store.PrefixUse(context.Background(), res.RunID, "e/model.openai.m/none")
+	if err != nil || use.Reported != task.n || int64(use.CachedTokens) != cached {
+		t.Errorf("journal %+v, %v; the server reused %d", use, err, cached)
+	}
+}

@@ -102,7 +102,8 @@ func (r *Runner) respond(ctx context.Context, m *modelHandle, req *sdk.GenerateR
 
 // process runs one sample through one row and returns the time spent
 // waiting for the model, which the kernel's overhead figure excludes.
-func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int) time.Duration {
+// slot is the server slot the send order chose (sdk.GenerateRequest.Slot).
+func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int, slot *int) time.Duration {
 	p, err := prepare(ctx, rw.model, rw.retriever, orig, false)
 	if err != nil {
 		var re *retrieveError
@@ -126,7 +127,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.res.Truncated++
 		rw.mu.Unlock()
 	}
-	req := &sdk.GenerateRequest{Messages: p.fitted.Messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(smp)}
+	req := &sdk.GenerateRequest{Messages: p.fitted.Messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(smp), Slot: slot}
 	ans, err := r.respond(ctx, rw.model, req)
 	if err != nil {
 		var ge *generateError

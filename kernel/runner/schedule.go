@@ -177,7 +177,7 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 				defer rw.model.endJob()
 				defer release() // before endJob frees the slot the next choice waits on
 				t0 := time.Now()
-				wait := r.process(rw.ctx, runID, evalName, rw, scorers, p.Value, p.Seq)
+				wait := r.process(rw.ctx, runID, evalName, rw, scorers, p.Value, p.Seq, rw.model.slot(p.Slot))
 				cost.done(time.Since(t0) - wait)
 				bar.add()
 			})

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,3 +43,38 @@ func TestCachedTokens(t *testing.T) {
 		})
 	}
 }
+
+// The kernel's slot goes out as llama-server's id_slot, and the answer's
+// timings.cache_n comes back: the second question reuses the document only
+// in the slot that computed it.
+func TestSlotSentAsIDSlot(t *testing.T) {
+	doc := strings.Repeat("word ", 40)
+	s := openaitest.NewServer(openaitest.Options{Llama: &openaitest.LlamaConfig{Slots: 3}})
+	defer s.Close()
+	c := newTestClient(t, s.BaseURL(), nil)
+	for i, tc := range []struct {
+		slot   *int
+		cached int
+	}{
+		{ptrInt(2), 0},
+		{ptrInt(2), 40}, // the document, in the slot that holds it
+		{ptrInt(1), 0},  // another slot computes it again
+		{nil, 40},       // no slot: llama-server picks the most similar idle one
+	} {
+		req := chat(doc + " question")
+		req.Slot = tc.slot
+		resp, err := c.Generate(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Usage.CachedTokens; got == nil || *got != tc.cached {
+			t.Errorf("request %d: cached %v, want %d", i, got, tc.cached)
+		}
+	}
+	st := s.Llama()
+	if st.Pinned != 3 || !slices.Equal(st.Slots[doc+" question"][:3], []int{2, 2, 1}) {
+		t.Errorf("pinned %d, slots %v", st.Pinned, st.Slots)
+	}
+}
+
+func ptrInt(n int) *int { return &n }

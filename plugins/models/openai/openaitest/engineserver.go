@@ -86,6 +86,10 @@ func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 
 // handleProps answers llama-server's /props; the engine is one slot.
 func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
+	if s.llama != nil {
+		writeJSON(w, http.StatusOK, s.llama.props())
+		return
+	}
 	if s.engine == nil || s.engine.e.cfg.Reports != "llamacpp" {
 		http.NotFound(w, r)
 		return

@@ -120,6 +120,10 @@ type Options struct {
 	// usage.prompt_tokens_details.cached_tokens, and /metrics the cache's
 	// size and prefix-cache counters.
 	Engine *EngineConfig
+	// Llama, when set, makes chat requests go through llama-server's
+	// slots (llama.go): id_slot, a prefix cache per slot, timings.cache_n,
+	// and /props and /slots as llama-server reports them. Not with Engine.
+	Llama *LlamaConfig
 }
 
 // ChatRequest is what the answer policy sees: the chat messages, or for the
@@ -156,6 +160,7 @@ type Server struct {
 
 	slots  chan struct{} // nil when Capacity is 0
 	engine *engineHost   // nil unless Options.Engine
+	llama  *llamaHost    // nil unless Options.Llama
 
 	mu          sync.Mutex
 	rng         *rand.Rand
@@ -218,8 +223,14 @@ func Start(opts Options) (*Server, error) {
 	if opts.Capacity > 0 {
 		s.slots = make(chan struct{}, opts.Capacity)
 	}
-	if opts.Engine != nil {
+	switch {
+	case opts.Engine != nil && opts.Llama != nil:
+		ln.Close()
+		return nil, fmt.Errorf("Engine and Llama are two servers: set one")
+	case opts.Engine != nil:
 		s.engine = newEngineHost(*opts.Engine)
+	case opts.Llama != nil:
+		s.llama = newLlamaHost(*opts.Llama)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
@@ -656,9 +667,15 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		"total_tokens":      promptTokens + len(tokenSpans(text)),
 	}
 	cached := 0
-	if s.engine != nil {
+	switch {
+	case s.engine != nil:
 		var ok bool
 		if cached, ok = s.engine.run(r, s.done, prompt, len(tokenSpans(text))); !ok {
+			return
+		}
+	case s.llama != nil:
+		var ok bool
+		if cached, ok = s.llama.run(w, r, s.done, req, prompt); !ok {
 			return
 		}
 	}
@@ -673,6 +690,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			"finish_reason": reason,
 		}},
 		"usage": usage,
+	}
+	if s.llama != nil {
+		body["timings"] = map[string]any{"cache_n": cached, "prompt_n": promptTokens - cached, "predicted_n": len(tokenSpans(text))}
 	}
 	if s.engine != nil {
 		// llama-server reports reuse in its timings, the others in usage.
@@ -854,6 +874,10 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 // handleSlots reports capacity as llama.cpp's /slots does: one entry per
 // slot with is_processing.
 func (s *Server) handleSlots(w http.ResponseWriter, r *http.Request) {
+	if s.llama != nil {
+		writeJSON(w, http.StatusOK, s.llama.slotsReport())
+		return
+	}
 	if s.slots == nil {
 		writeError(w, http.StatusNotImplemented, "This server does not support slots endpoint.", "not_supported")
 		return
