@@ -7,3 +7,6 @@ model "openai" "negative" {
 model "openai" "words" {
   prefix_cache_tokens = "lots"
 }
+model "openai" "slots" {
+  server_slots = 0
+}
