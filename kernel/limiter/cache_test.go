@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -62,5 +64,44 @@ func TestLearnSlots(t *testing.T) {
 				t.Errorf("got %d, %v; want %d", n, err, tc.want)
 			}
 		})
+	}
+}
+
+// The prefix-cache counters under vLLM's and SGLang's names; two readings
+// apart measure what the server did between them.
+func TestReadPrefixCounters(t *testing.T) {
+	for _, tc := range []struct {
+		reports, source string
+	}{
+		{"vllm", "vllm:prefix_cache_hits_total"},
+		{"sglang", "sglang:cached_tokens_total"},
+	} {
+		t.Run(tc.reports, func(t *testing.T) {
+			s := openaitest.NewServer(openaitest.Options{Engine: &openaitest.EngineConfig{Reports: tc.reports}})
+			defer s.Close()
+			before, err := ReadPrefixCounters(context.Background(), s.BaseURL())
+			if err != nil || before.Queries != 0 || before.Hits != 0 || !strings.Contains(before.Source, tc.source) {
+				t.Fatalf("before: %+v, %v", before, err)
+			}
+			doc := strings.Repeat("word ", 64)
+			for _, q := range []string{"one", "two"} {
+				body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":%q}],"max_tokens":1}`, doc+q)
+				resp, err := http.Post(s.BaseURL()+"/chat/completions", "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			after, err := ReadPrefixCounters(context.Background(), s.BaseURL())
+			queries, hits, _, _ := s.Engine()
+			if err != nil || after.Queries-before.Queries != float64(queries) || after.Hits-before.Hits != float64(hits) || hits == 0 {
+				t.Errorf("after: %+v, %v; the engine counted %d queried, %d hit", after, err, queries, hits)
+			}
+		})
+	}
+	s := openaitest.NewServer(openaitest.Options{})
+	defer s.Close()
+	if c, err := ReadPrefixCounters(context.Background(), s.BaseURL()); err == nil {
+		t.Errorf("a server without counters gave %+v", c)
 	}
 }

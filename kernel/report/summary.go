@@ -86,14 +86,26 @@ func WriteSummaryWidth(w io.Writer, res *Run, width int) {
 
 // writePrefixCache lists each row's prefix-cache use, when any server
 // reported it: prompt tokens, cached, computed and the hit rate, or "not
-// reported" for rows whose server said nothing.
+// reported" for rows whose server said nothing. Where the responses said
+// nothing but the server's /metrics counters were read, their rise over the
+// eval is shown instead, marked as an eval-level figure.
 func writePrefixCache(w io.Writer, res *Run) {
-	if !slices.ContainsFunc(res.Evals, func(ev *Row) bool { return ev.PrefixCache.Reported > 0 }) {
+	if !slices.ContainsFunc(res.Evals, func(ev *Row) bool { return ev.PrefixCache.Reported > 0 || ev.PrefixCache.Metrics != nil }) {
 		return
 	}
 	for _, ev := range res.Evals {
 		u := ev.PrefixCache
 		rate, ok := u.HitRate()
+		if m := u.Metrics; !ok && m != nil {
+			mrate, _ := m.HitRate()
+			shared := ""
+			if m.SharedRows > 1 {
+				shared = fmt.Sprintf(", shared by %d rows at once", m.SharedRows)
+			}
+			fmt.Fprintf(w, "prefix cache %s / %s / %s: prompt %d tokens, cached not reported; the server's counters over the eval (not per sample%s): prompt %d, cached %d, computed %d, hit rate %.1f%% (%s)\n",
+				ev.Name, ev.Model, ev.Retriever, u.PromptTokens, shared, m.PromptTokens, m.CachedTokens, m.PromptTokens-m.CachedTokens, 100*mrate, m.Source)
+			continue
+		}
 		if !ok {
 			fmt.Fprintf(w, "prefix cache %s / %s / %s: prompt %d tokens, cached not reported\n", ev.Name, ev.Model, ev.Retriever, u.PromptTokens)
 			continue

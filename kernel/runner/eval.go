@@ -20,6 +20,9 @@ type row struct {
 
 	// unjournaled: PutEval failed, so nothing of the row can be journaled.
 	unjournaled bool
+	// prefixMetrics is its server's prefix-cache counters over the phase
+	// (prefixmetrics.go); nil when not read.
+	prefixMetrics *store.PrefixMetrics
 	// expected is how many samples the row is to run; 0 when the task
 	// cannot say or the run is a shard, whose share is only estimated.
 	expected int
@@ -150,7 +153,11 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		if ctx.Err() != nil {
 			break
 		}
+		before := r.readCounters(ctx, phase)
 		taskErr := r.stream(ctx, runID, ev.Name, ev.Order, task, limit, phase, scorers, bar, cost)
+		if len(before) > 0 {
+			r.recordCounters(phase, before, r.readCounters(context.WithoutCancel(ctx), phase))
+		}
 		if taskErr != nil && ctx.Err() == nil {
 			msg := fmt.Sprintf("%s: %v", ev.Task.Ref(), taskErr)
 			for _, rw := range phase {
@@ -181,7 +188,7 @@ func (r *Runner) finishRow(ctx context.Context, runID string, rw *row) {
 	}
 	res := rw.res
 	o := store.Outcome{Samples: res.Samples, Cached: res.Cached, Errors: res.Errors, Truncated: res.Truncated, Error: res.Error,
-		Expected: rw.expected}
+		Expected: rw.expected, PrefixMetrics: rw.prefixMetrics}
 	if err := r.opts.Store.FinishEval(context.WithoutCancel(ctx), runID, rw.journalName, o, res.Metrics); err != nil {
 		r.log.Error("journal: finish eval", "eval", rw.journalName, "error", err)
 		if res.Error == "" {

@@ -134,3 +134,49 @@ eval "e" {
 		t.Errorf("journal %+v, %v; the server reused %d", use, err, cached)
 	}
 }
+
+// Where responses carry no cached count, the server's /metrics counters,
+// read before and after the eval, are journaled with the row under vLLM's
+// and SGLang's names alike.
+func TestPrefixCountersFallback(t *testing.T) {
+	task := docs{n: 12, pad: 2000}
+	for _, reports := range []string{"vllm", "sglang"} {
+		t.Run(reports, func(t *testing.T) {
+			srv := openaitest.NewServer(openaitest.Options{Engine: &openaitest.EngineConfig{Reports: reports, HideCached: true},
+				Answer: func(req openaitest.ChatRequest) string {
+					c := req.Messages[len(req.Messages)-1].Content
+					return "a" + strings.TrimSpace(c[strings.LastIndex(c, "question ")+len("question "):])
+				}})
+			defer srv.Close()
+			f := newFixture(t, 0, nil)
+			f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return task, nil })
+			f.set.RegisterModel("openai", openai.New)
+			res, err := f.run(t, context.Background(), fmt.Sprintf(`
+task "docs" "d" {}
+model "openai" "m" {
+  base_url        = %q
+  model           = "fake-model"
+  max_concurrency = 2
+}
+eval "e" {
+  task    = task.docs.d
+  models  = [model.openai.m]
+  scorers = ["match"]
+}`, srv.BaseURL()))
+			if err != nil || res.Evals[0].Samples != task.n {
+				t.Fatalf("%v %+v", err, res.Evals[0])
+			}
+			queries, hits, _, _ := srv.Engine()
+			use, err := f.store.PrefixUse(context.Background(), res.RunID, "e/model.openai.m/none")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if use.Reported != 0 || use.Metrics == nil {
+				t.Fatalf("prefix use %+v: want no response reporting and the counters read", use)
+			}
+			if m := use.Metrics; m.PromptTokens != queries || m.CachedTokens != hits || hits == 0 || m.SharedRows != 0 {
+				t.Errorf("counters %+v; the engine queried %d, hit %d", m, queries, hits)
+			}
+		})
+	}
+}

@@ -23,6 +23,9 @@ type Outcome struct {
 	// say (journaled NULL when 0): with Samples and Errors, how far a row
 	// an interrupted run left got.
 	Expected int
+	// PrefixMetrics is the server's prefix-cache counters over the row;
+	// nil when not read.
+	PrefixMetrics *PrefixMetrics
 }
 
 // Metric is one scorer's aggregate over one eval row, as the scorer's
@@ -57,10 +60,18 @@ func (s *Store) FinishEval(ctx context.Context, runID, evalName string, o Outcom
 		}
 		ms = append(ms, encoded{scorer, m, string(details)})
 	}
+	var prefix sql.NullString
+	if o.PrefixMetrics != nil {
+		b, err := json.Marshal(o.PrefixMetrics)
+		if err != nil {
+			return fmt.Errorf("finish eval %s/%s: prefix metrics: %w", runID, evalName, err)
+		}
+		prefix = sql.NullString{String: string(b), Valid: true}
+	}
 	now := formatTime(time.Now())
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if err := execOne(ctx, tx, `UPDATE evals SET samples = $1, cached = $2, errors = $3, truncated = $4, error = $5, expected = $6
-			WHERE run_id = $7 AND name = $8`, o.Samples, o.Cached, o.Errors, o.Truncated, o.Error, sql.NullInt64{Int64: int64(o.Expected), Valid: o.Expected > 0}, runID, evalName); err != nil {
+		if err := execOne(ctx, tx, `UPDATE evals SET samples = $1, cached = $2, errors = $3, truncated = $4, error = $5, expected = $6, prefix_metrics = $7
+			WHERE run_id = $8 AND name = $9`, o.Samples, o.Cached, o.Errors, o.Truncated, o.Error, sql.NullInt64{Int64: int64(o.Expected), Valid: o.Expected > 0}, prefix, runID, evalName); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM metrics WHERE run_id = $1 AND eval_name = $2`, runID, evalName); err != nil {

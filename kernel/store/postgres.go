@@ -270,4 +270,8 @@ CREATE TABLE journal_logs (
 	`
 ALTER TABLE evals ADD COLUMN expected BIGINT;
 `,
+	// 7: an eval row's prefix-cache counters (as SQLite's 7).
+	`
+ALTER TABLE evals ADD COLUMN prefix_metrics TEXT;
+`,
 }

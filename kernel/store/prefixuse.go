@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 )
 
@@ -15,6 +16,31 @@ type PrefixUse struct {
 	// CachedTokens and ComputedTokens cover the reporting responses only.
 	CachedTokens   int `json:"cached_tokens"`
 	ComputedTokens int `json:"computed_tokens"`
+	// Metrics is the server's own count over the row, where it was read:
+	// the fallback for servers whose responses say nothing.
+	Metrics *PrefixMetrics `json:"metrics,omitempty"`
+}
+
+// PrefixMetrics is what a server's prefix-cache counters (/metrics: vLLM's
+// vllm:prefix_cache_queries_total and _hits_total, SGLang's
+// sglang:prompt_tokens_total and sglang:cached_tokens_total) rose by while
+// an eval row ran: an eval-level figure, not per sample. The counters are
+// the server's, so they include whatever else it served meanwhile: the
+// other rows of the eval sharing the server at the time (SharedRows counts
+// them all, this one included, when more than one) and any other client.
+type PrefixMetrics struct {
+	Source       string `json:"source"`
+	PromptTokens int64  `json:"prompt_tokens"`
+	CachedTokens int64  `json:"cached_tokens"`
+	SharedRows   int    `json:"shared_rows,omitempty"`
+}
+
+// HitRate is cached ÷ prompt tokens; false when no prompt was counted.
+func (m *PrefixMetrics) HitRate() (float64, bool) {
+	if m == nil || m.PromptTokens <= 0 {
+		return 0, false
+	}
+	return float64(m.CachedTokens) / float64(m.PromptTokens), true
 }
 
 // HitRate is cached ÷ prompt tokens over the responses that reported;
@@ -47,5 +73,15 @@ func (s *Store) PrefixUse(ctx context.Context, runID, evalName string) (PrefixUs
 	u.PromptTokens = int(prompt.Int64)
 	u.CachedTokens = int(cached.Int64)
 	u.ComputedTokens = int(reportedPrompt.Int64) - u.CachedTokens
+	var metrics sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT prefix_metrics FROM evals WHERE run_id = $1 AND name = $2`, runID, evalName).Scan(&metrics); err != nil && err != sql.ErrNoRows {
+		return u, fmt.Errorf("prefix cache metrics of %s/%s: %w", runID, evalName, err)
+	}
+	if metrics.Valid {
+		u.Metrics = new(PrefixMetrics)
+		if err := json.Unmarshal([]byte(metrics.String), u.Metrics); err != nil {
+			return u, fmt.Errorf("prefix cache metrics of %s/%s: %w", runID, evalName, err)
+		}
+	}
 	return u, nil
 }

@@ -186,6 +186,11 @@ CREATE TABLE journal_logs (
 	`
 ALTER TABLE evals ADD COLUMN expected INTEGER;
 `,
+	// 7: the server's prefix-cache counters over an eval row (JSON
+	// PrefixMetrics), for servers whose responses carry no cached count.
+	`
+ALTER TABLE evals ADD COLUMN prefix_metrics TEXT;
+`,
 }
 
 // SchemaVersion is the journal schema this build writes.

@@ -66,8 +66,15 @@ type EngineConfig struct {
 	// Reports is the server whose metadata an engine-mode Server gives
 	// its cache size in: "vllm" (/metrics vllm:cache_config_info, the
 	// default), "sglang" (/get_server_info max_total_num_tokens) or
-	// "llamacpp" (/props n_ctx, one slot); the others answer 404.
+	// "llamacpp" (/props n_ctx, one slot); the others answer 404. Its
+	// /metrics has the prefix-cache counters under that server's names:
+	// vLLM's vllm:prefix_cache_queries_total and _hits_total, SGLang's
+	// sglang:prompt_tokens_total and sglang:cached_tokens_total.
 	Reports string
+	// HideCached leaves the cached count out of responses, as vLLM
+	// without --enable-prompt-tokens-details and SGLang without
+	// --enable-cache-report do; /metrics still counts.
+	HideCached bool
 }
 
 func (c EngineConfig) withDefaults() EngineConfig {

@@ -104,7 +104,25 @@ func (s *Server) writeEngineMetrics(w http.ResponseWriter) {
 	e := s.engine.e
 	cfg, queries, hits := e.cfg, e.Queries, e.Hits
 	s.engine.mu.Unlock()
-	if cfg.Reports != "" && cfg.Reports != "vllm" {
+	switch cfg.Reports {
+	case "sglang":
+		// SGLang (--enable-metrics): prompt tokens and those found cached.
+		fmt.Fprintf(w, "# HELP sglang:prompt_tokens_total Number of prefill tokens processed.\n")
+		fmt.Fprintf(w, "# TYPE sglang:prompt_tokens_total counter\n")
+		fmt.Fprintf(w, "sglang:prompt_tokens_total{model_name=%q} %d.0\n", s.opts.Model, queries)
+		fmt.Fprintf(w, "# HELP sglang:cached_tokens_total Number of cached prompt tokens.\n")
+		fmt.Fprintf(w, "# TYPE sglang:cached_tokens_total counter\n")
+		fmt.Fprintf(w, "sglang:cached_tokens_total{cache_source=\"device\",model_name=%q} %d.0\n", s.opts.Model, hits)
+		rate := 0.0
+		if queries > 0 {
+			rate = float64(hits) / float64(queries)
+		}
+		fmt.Fprintf(w, "# HELP sglang:cache_hit_rate The prefix cache hit rate.\n")
+		fmt.Fprintf(w, "# TYPE sglang:cache_hit_rate gauge\n")
+		fmt.Fprintf(w, "sglang:cache_hit_rate{model_name=%q} %g\n", s.opts.Model, rate)
+		return
+	case "", "vllm":
+	default:
 		return
 	}
 	fmt.Fprintf(w, "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n")

@@ -694,7 +694,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if s.llama != nil {
 		body["timings"] = map[string]any{"cache_n": cached, "prompt_n": promptTokens - cached, "predicted_n": len(tokenSpans(text))}
 	}
-	if s.engine != nil {
+	if s.engine != nil && !s.opts.Engine.HideCached {
 		// llama-server reports reuse in its timings, the others in usage.
 		if s.opts.Engine.Reports == "llamacpp" {
 			body["timings"] = map[string]any{"cache_n": cached, "prompt_n": promptTokens - cached}
