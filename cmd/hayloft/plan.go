@@ -9,7 +9,7 @@ import (
 	"github.com/hayloft/hayloft/kernel/runner"
 )
 
-const planUsage = "plan CONFIG [--eval NAME] [--limit N] [--prefill-tps N] [--decode-tps N] [--json]"
+const planUsage = "plan CONFIG [--eval NAME] [--limit N] [--prefill-tps N] [--decode-tps N] [--calibrate] [--json]"
 
 const planHelp = `Estimates, without calling any model or asking any server, what CONFIG's
 evals will cost: per eval and model, the samples, their prompts' tokens as
@@ -21,7 +21,14 @@ model of vLLM's prefix caching (16-token blocks, least recently used evicted
 first, one request at a time). With --prefill-tps and --decode-tps, the
 expected time too, with max_tokens as each sample's decode budget. Where the
 model block sets price_prompt_per_mtok and price_completion_per_mtok, the cost:
-every prompt token and the whole decode budget at those prices.`
+every prompt token and the whole decode budget at those prices.
+
+With --calibrate, the plan measures both rates against each model's server
+instead, with three short streamed requests (a warm-up, a short and a long
+prompt of random words, so no cache serves them; the time to the first token
+gives the prefill rate, the tokens after it the decode rate), and says so.
+That is the one thing --calibrate asks of a server; a server behind an API
+key is not calibrated.`
 
 func (e *cliEnv) cmdPlan(ctx context.Context, args []string) error {
 	fs := e.newFlagSet("plan")
@@ -31,6 +38,7 @@ func (e *cliEnv) cmdPlan(ctx context.Context, args []string) error {
 	fs.Float64Var(&opts.PrefillTPS, "prefill-tps", 0, "prompt tokens the server computes per second (for the time)")
 	fs.Float64Var(&opts.DecodeTPS, "decode-tps", 0, "tokens the server generates per second (for the time)")
 	fs.BoolVar(&asJSON, "json", false, "print the plan as JSON")
+	fs.BoolVar(&opts.Calibrate, "calibrate", false, "measure --prefill-tps and --decode-tps against each model's server")
 	s, err := e.openEvalSession(fs, &ef, args, "usage: hayloft "+planUsage)
 	if err != nil {
 		return err
@@ -58,7 +66,7 @@ func (e *cliEnv) cmdPlan(ctx context.Context, args []string) error {
 			model += " + " + r.Retriever
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", r.Eval, model, r.Samples, r.PromptTokens, r.TreeTokens,
-			r.CacheTokens, r.OrderPrefill, r.DatasetPrefill, r.DecodeTokens, planTime(r.Seconds, opts), planTime(r.DatasetSeconds, opts))
+			r.CacheTokens, r.OrderPrefill, r.DatasetPrefill, r.DecodeTokens, planTime(r.Seconds, r), planTime(r.DatasetSeconds, r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -67,6 +75,9 @@ func (e *cliEnv) cmdPlan(ctx context.Context, args []string) error {
 		fmt.Fprintf(e.stdout, "%s / %s: tokenizer %s; cache %s; order %q", r.Eval, r.Model, r.Tokenizer, r.CacheSource, r.Order)
 		if r.Truncated > 0 {
 			fmt.Fprintf(e.stdout, "; %d prompts truncated to the window", r.Truncated)
+		}
+		if r.Rates != "" {
+			fmt.Fprintf(e.stdout, "; prefill %.0f tok/s, decode %.0f tok/s %s", r.PrefillTPS, r.DecodeTPS, r.Rates)
 		}
 		if r.Priced {
 			fmt.Fprintf(e.stdout, "; cost at most %.2f (prompts and max_tokens at the configured prices per million tokens, no cache discount)", r.Cost)
@@ -80,8 +91,8 @@ func (e *cliEnv) cmdPlan(ctx context.Context, args []string) error {
 }
 
 // planTime shows seconds, or "-" where no rate was given.
-func planTime(sec float64, opts runner.PlanOptions) string {
-	if opts.PrefillTPS <= 0 && opts.DecodeTPS <= 0 {
+func planTime(sec float64, r runner.PlanRow) string {
+	if r.PrefillTPS <= 0 && r.DecodeTPS <= 0 {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fs", sec)

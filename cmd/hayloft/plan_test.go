@@ -6,14 +6,21 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/hayloft/hayloft/kernel/runner"
+	"github.com/hayloft/hayloft/plugins/models/openai/openaitest"
 )
 
 // planConfig is a NIAH grid against an OpenAI-compatible model whose server
 // does not exist: planning must not need it.
 func planConfig(t *testing.T) string {
+	return planConfigAt(t, "http://127.0.0.1:1/v1")
+}
+
+// planConfigAt is planConfig with the model's server at baseURL.
+func planConfigAt(t *testing.T, baseURL string) string {
 	t.Helper()
 	dir := t.TempDir()
 	haystack := filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt")
@@ -23,7 +30,7 @@ func planConfig(t *testing.T) string {
   depths   = [0, 50, 100]
 }
 model "openai" "far" {
-  base_url            = "http://127.0.0.1:1/v1"
+  base_url            = %q
   model               = "nobody"
   context_window      = 6000
   prefix_cache_tokens = 6000
@@ -36,7 +43,7 @@ eval "needle" {
   models  = [model.openai.far]
   scorers = ["niah"]
 }
-`, haystack))
+`, haystack, baseURL))
 }
 
 func TestPlanNIAHWithoutServer(t *testing.T) {
@@ -101,4 +108,31 @@ func TestPlanBadFlags(t *testing.T) {
 			tc.want.verify(t, hayloft(t, filepath.Dir(cfg), tc.args...))
 		})
 	}
+}
+
+// --calibrate measures the rates against the live server with three
+// streamed requests and uses them instead of the flags', saying so; the
+// rates measured depend on the machine, so only their use is checked.
+func TestPlanCalibrate(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Options{Model: "nobody", Engine: &openaitest.EngineConfig{RealTime: true, StepSeconds: 0.002, TokenSeconds: 1.0 / 50000}})
+	defer srv.Close()
+	cfg := planConfigAt(t, srv.BaseURL())
+	r := hayloft(t, filepath.Dir(cfg), "plan", cfg, "--json", "--calibrate", "--prefill-tps", "1", "--decode-tps", "1")
+	check{}.verify(t, r)
+	var rows []runner.PlanRow
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("plan --json: %v\n%s", err, r.stdout)
+	}
+	p := rows[0]
+	if srv.Requests("/v1/chat/completions") != 3 {
+		t.Errorf("the server saw %d requests, want calibration's 3", srv.Requests("/v1/chat/completions"))
+	}
+	if p.PrefillTPS == 1 || p.DecodeTPS == 1 || p.PrefillTPS <= 0 || p.DecodeTPS <= 0 || !strings.Contains(p.Rates, "measured against "+srv.BaseURL()) {
+		t.Errorf("rates %g, %g (%s): want measured ones instead of the flags'", p.PrefillTPS, p.DecodeTPS, p.Rates)
+	}
+	if want := float64(p.OrderPrefill)/p.PrefillTPS + float64(p.DecodeTokens)/p.DecodeTPS; math.Abs(p.Seconds-want) > 1e-9*want {
+		t.Errorf("seconds %g, want %g at the measured rates", p.Seconds, want)
+	}
+	text := hayloft(t, filepath.Dir(cfg), "plan", cfg, "--calibrate")
+	check{stdout: []string{"measured against", "instead of --prefill-tps/--decode-tps"}}.verify(t, text)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hayloft/hayloft/kernel/calibrate"
 	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/kernel/sendorder"
 	"github.com/hayloft/hayloft/sdk"
@@ -14,6 +15,10 @@ import (
 type PlanOptions struct {
 	PrefillTPS float64 // prompt tokens computed per second
 	DecodeTPS  float64 // tokens generated per second
+	// Calibrate measures both rates against each model's live server
+	// (kernel/calibrate), instead of PrefillTPS and DecodeTPS: the one
+	// thing the plan asks of a server.
+	Calibrate bool
 }
 
 // PlanRow is what one eval asks of one model (through one retriever),
@@ -42,6 +47,11 @@ type PlanRow struct {
 	// samples that have one; NoBudget counts those that do not.
 	DecodeTokens int `json:"decode_tokens"`
 	NoBudget     int `json:"no_budget,omitempty"`
+	// PrefillTPS and DecodeTPS are the rates the times are at, Rates where
+	// they come from (the flags, or measured against the server).
+	PrefillTPS float64 `json:"prefill_tps,omitempty"`
+	DecodeTPS  float64 `json:"decode_tps,omitempty"`
+	Rates      string  `json:"rates,omitempty"`
 	// Seconds is OrderPrefill at PrefillTPS plus DecodeTokens at DecodeTPS,
 	// each where its rate is given; DatasetSeconds the same with
 	// DatasetPrefill.
@@ -63,6 +73,7 @@ func (r *Runner) Plan(ctx context.Context, cfg *config.Config, opts PlanOptions)
 	comps := newComponents(r.opts.Opener)
 	defer comps.closeAll()
 	var rows []PlanRow
+	measured := map[*modelHandle]calibrate.Result{}
 	for _, ev := range cfg.Evals {
 		if !r.selected(ev.Name) {
 			continue
@@ -82,6 +93,22 @@ func (r *Runner) Plan(ctx context.Context, cfg *config.Config, opts PlanOptions)
 				a.row.CacheTokens, a.row.CacheSource = sendorder.DefaultCacheTokens, "default (set prefix_cache_tokens)"
 				if n := h.settings.PrefixCacheTokens; n > 0 {
 					a.row.CacheTokens, a.row.CacheSource = n, "prefix_cache_tokens in config"
+				}
+				a.row.PrefillTPS, a.row.DecodeTPS = opts.PrefillTPS, opts.DecodeTPS
+				if opts.PrefillTPS > 0 || opts.DecodeTPS > 0 {
+					a.row.Rates = "given (--prefill-tps, --decode-tps)"
+				}
+				if opts.Calibrate {
+					res, ok := measured[h]
+					if !ok {
+						var err error
+						if res, err = r.calibrate(ctx, h); err != nil {
+							return err
+						}
+						measured[h] = res
+					}
+					a.row.PrefillTPS, a.row.DecodeTPS = res.PrefillTPS, res.DecodeTPS
+					a.row.Rates = fmt.Sprintf("measured against %s with %d streamed requests, instead of --prefill-tps/--decode-tps (%s)", h.identity.Endpoint, res.Requests, res.Note)
 				}
 				if pp, pc := h.settings.PricePromptPerMTok, h.settings.PriceCompletionPerMTok; pp > 0 || pc > 0 {
 					a.row.Priced = true
@@ -138,13 +165,32 @@ func (row *PlanRow) estimate(ps []sendorder.Prompt, opts PlanOptions) error {
 	}
 	row.OrderPrefill = sendorder.ComputedPrefill(ps, order, row.CacheTokens)
 	row.DatasetPrefill = sendorder.ComputedPrefill(ps, dataset, row.CacheTokens)
-	if opts.PrefillTPS > 0 {
-		row.Seconds = float64(row.OrderPrefill) / opts.PrefillTPS
-		row.DatasetSeconds = float64(row.DatasetPrefill) / opts.PrefillTPS
+	if row.PrefillTPS > 0 {
+		row.Seconds = float64(row.OrderPrefill) / row.PrefillTPS
+		row.DatasetSeconds = float64(row.DatasetPrefill) / row.PrefillTPS
 	}
-	if opts.DecodeTPS > 0 {
-		row.Seconds += float64(row.DecodeTokens) / opts.DecodeTPS
-		row.DatasetSeconds += float64(row.DecodeTokens) / opts.DecodeTPS
+	if row.DecodeTPS > 0 {
+		row.Seconds += float64(row.DecodeTokens) / row.DecodeTPS
+		row.DatasetSeconds += float64(row.DecodeTokens) / row.DecodeTPS
 	}
 	return nil
+}
+
+// calibrate measures h's server (plan --calibrate). A server behind an API
+// key is not calibrated: the key never leaves the model plugin.
+func (r *Runner) calibrate(ctx context.Context, h *modelHandle) (calibrate.Result, error) {
+	ref := h.comp.Ref()
+	switch {
+	case h.keyed:
+		return calibrate.Result{}, fmt.Errorf("--calibrate: model %s uses an API key, which stays in its plugin: give --prefill-tps and --decode-tps instead", ref)
+	case h.identity.Endpoint == "":
+		return calibrate.Result{}, fmt.Errorf("--calibrate: model %s has no base_url to measure against", ref)
+	}
+	endpoint, _ := h.identity.Extra["endpoint"].(string)
+	res, err := calibrate.Measure(ctx, h.identity.Endpoint, calibrate.Options{Model: h.identity.Model, Completions: endpoint == "completions"})
+	if err != nil {
+		return res, fmt.Errorf("--calibrate: model %s: %w", ref, err)
+	}
+	r.log.Info("calibrated", "model", ref, "prefill_tps", res.PrefillTPS, "decode_tps", res.DecodeTPS, "how", res.Note)
+	return res, nil
 }

@@ -75,6 +75,11 @@ type EngineConfig struct {
 	// without --enable-prompt-tokens-details and SGLang without
 	// --enable-cache-report do; /metrics still counts.
 	HideCached bool
+	// RealTime paces the engine: each step takes its simulated time on
+	// the wall clock, so that a client can time prefill and decode (at
+	// about 1/TokenSeconds prompt tokens and 1/StepSeconds generated
+	// tokens a second), as against a real server.
+	RealTime bool
 }
 
 func (c EngineConfig) withDefaults() EngineConfig {

@@ -4,16 +4,20 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // engineHost runs an Engine behind the HTTP handlers: requests join it as
 // they arrive and a loop steps it while any is waiting or running. The
-// engine's clock is simulated; the loop does not pace it in real time.
+// engine's clock is simulated; the loop paces it in real time only with
+// EngineConfig.RealTime, and then tells requests of their first token and
+// their end once the step that made them has taken its time.
 type engineHost struct {
-	mu   sync.Mutex
-	wake *sync.Cond
-	e    *Engine
-	stop bool
+	mu     sync.Mutex
+	wake   *sync.Cond
+	e      *Engine
+	stop   bool
+	notify []func() // callbacks of the step just taken
 }
 
 func newEngineHost(cfg EngineConfig) *engineHost {
@@ -33,7 +37,18 @@ func (h *engineHost) loop() {
 		if h.stop {
 			return
 		}
+		before := h.e.Now
 		h.e.Step()
+		notify := h.notify
+		h.notify = nil
+		if h.e.cfg.RealTime {
+			h.mu.Unlock()
+			time.Sleep(time.Duration((h.e.Now - before) * float64(time.Second)))
+			h.mu.Lock()
+		}
+		for _, f := range notify {
+			f()
+		}
 	}
 }
 
@@ -46,10 +61,17 @@ func (h *engineHost) close() {
 
 // run puts a prompt through the engine and waits for it to finish; it
 // reports the prompt tokens found cached, or false if r ended first.
-func (h *engineHost) run(r *http.Request, done <-chan struct{}, prompt string, output int) (cached int, ok bool) {
+// prefilled, when not nil, is closed when the first token is out.
+func (h *engineHost) run(r *http.Request, done <-chan struct{}, prompt string, output int, prefilled chan<- struct{}) (cached int, ok bool) {
 	fin := make(chan struct{})
-	er := &EngineRequest{ID: fmt.Sprint(len(prompt)), Tokens: Tokens(prompt), Output: output,
-		OnFinish: func(*EngineRequest) { close(fin) }}
+	er := &EngineRequest{ID: fmt.Sprint(len(prompt)), Tokens: Tokens(prompt), Output: output}
+	// Called from Step, with h.mu held: delivered after the step.
+	er.OnFinish = func(*EngineRequest) { h.notify = append(h.notify, func() { close(fin) }) }
+	if prefilled != nil {
+		// A request preempted and computed again is prefilled twice.
+		var once sync.Once
+		er.OnPrefill = func(*EngineRequest) { h.notify = append(h.notify, func() { once.Do(func() { close(prefilled) }) }) }
+	}
 	h.mu.Lock()
 	h.e.Add(er)
 	h.mu.Unlock()

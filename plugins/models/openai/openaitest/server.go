@@ -297,6 +297,13 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Flush lets streamed answers through the wrapper as they are written.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
 // Hijack lets FaultReset reach the connection through the wrapper.
 func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	h, ok := w.ResponseWriter.(http.Hijacker)
@@ -645,6 +652,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err == nil && len(req.Messages) == 0 {
 		err = errors.New(`"messages" is required`)
 	}
+	var so streamOptions
+	if err == nil {
+		so, err = parseStream(req)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), "bad_request")
 		return
@@ -661,16 +672,44 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text, reason := truncate(s.opts.Answer(req), req)
+	if so.ignoreEOS && req.MaxTokens > 0 {
+		text, reason = padAnswer(text, req.MaxTokens)
+	}
 	usage := map[string]any{
 		"prompt_tokens":     promptTokens,
 		"completion_tokens": len(tokenSpans(text)),
 		"total_tokens":      promptTokens + len(tokenSpans(text)),
 	}
+	id := fmt.Sprintf("chatcmpl-%x", hash64(prompt))
+	var stream *sse
+	if so.stream && s.llama == nil { // llama mode may still refuse the request
+		stream = startSSE(w, id, s.opts.Model)
+	}
 	cached := 0
 	switch {
 	case s.engine != nil:
+		var prefilled chan struct{}
+		var first sync.WaitGroup
+		quit := make(chan struct{})
+		if stream != nil {
+			// The first token goes out when the engine has computed the
+			// prompt, while the rest is generated.
+			prefilled = make(chan struct{})
+			first.Add(1)
+			go func() {
+				defer first.Done()
+				select {
+				case <-prefilled:
+					stream.tokens(text, 1)
+				case <-quit:
+				}
+			}()
+		}
 		var ok bool
-		if cached, ok = s.engine.run(r, s.done, prompt, len(tokenSpans(text))); !ok {
+		cached, ok = s.engine.run(r, s.done, prompt, len(tokenSpans(text)), prefilled)
+		close(quit)
+		first.Wait()
+		if !ok {
 			return
 		}
 	case s.llama != nil:
@@ -679,8 +718,27 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var timings map[string]any
+	if s.llama != nil {
+		timings = map[string]any{"cache_n": cached, "prompt_n": promptTokens - cached, "predicted_n": len(tokenSpans(text))}
+	}
+	if s.engine != nil && !s.opts.Engine.HideCached {
+		// llama-server reports reuse in its timings, the others in usage.
+		if s.opts.Engine.Reports == "llamacpp" {
+			timings = map[string]any{"cache_n": cached, "prompt_n": promptTokens - cached}
+		} else {
+			usage["prompt_tokens_details"] = map[string]any{"cached_tokens": cached}
+		}
+	}
+	if so.stream && stream == nil {
+		stream = startSSE(w, id, s.opts.Model)
+	}
+	if stream != nil {
+		stream.finish(text, reason, usage, so)
+		return
+	}
 	body := map[string]any{
-		"id":      fmt.Sprintf("chatcmpl-%x", hash64(prompt)),
+		"id":      id,
 		"object":  "chat.completion",
 		"created": 0,
 		"model":   s.opts.Model,
@@ -691,16 +749,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		}},
 		"usage": usage,
 	}
-	if s.llama != nil {
-		body["timings"] = map[string]any{"cache_n": cached, "prompt_n": promptTokens - cached, "predicted_n": len(tokenSpans(text))}
-	}
-	if s.engine != nil && !s.opts.Engine.HideCached {
-		// llama-server reports reuse in its timings, the others in usage.
-		if s.opts.Engine.Reports == "llamacpp" {
-			body["timings"] = map[string]any{"cache_n": cached, "prompt_n": promptTokens - cached}
-		} else {
-			usage["prompt_tokens_details"] = map[string]any{"cached_tokens": cached}
-		}
+	if timings != nil {
+		body["timings"] = timings
 	}
 	writeJSON(w, http.StatusOK, body)
 }
