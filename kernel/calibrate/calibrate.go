@@ -32,12 +32,12 @@ import (
 
 // Options size the requests; zero fields take the defaults in brackets.
 type Options struct {
-	Model         string // the served model id; empty: the server's default
-	Completions   bool   // use the legacy completions endpoint (base models)
-	ShortWords    int    // words of the short prompt [64]
-	LongWords     int    // words of the long prompt [2048]
-	DecodeTokens  int    // tokens each request generates [32]
-	Client        *http.Client
+	Model          string // the served model id; empty: the server's default
+	Completions    bool   // use the legacy completions endpoint (base models)
+	ShortWords     int    // words of the short prompt [64]
+	LongWords      int    // words of the long prompt [2048]
+	DecodeTokens   int    // tokens each request generates [32]
+	Client         *http.Client
 	RequestTimeout time.Duration // per request [2m]
 }
 
