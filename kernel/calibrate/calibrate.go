@@ -62,8 +62,11 @@ func Measure(ctx context.Context, base string, opts Options) (Result, error) {
 	if opts.ShortWords <= 0 {
 		opts.ShortWords = 64
 	}
+	if opts.LongWords <= 0 {
+		opts.LongWords = 2048
+	}
 	if opts.LongWords <= opts.ShortWords {
-		opts.LongWords = max(2048, 4*opts.ShortWords)
+		return Result{}, fmt.Errorf("calibrate %s: the long prompt (%d words) must be longer than the short one (%d)", base, opts.LongWords, opts.ShortWords)
 	}
 	if opts.DecodeTokens <= 1 {
 		opts.DecodeTokens = 32

@@ -187,7 +187,14 @@ func (r *Runner) calibrate(ctx context.Context, h *modelHandle) (calibrate.Resul
 		return calibrate.Result{}, fmt.Errorf("--calibrate: model %s has no base_url to measure against", ref)
 	}
 	endpoint, _ := h.identity.Extra["endpoint"].(string)
-	res, err := calibrate.Measure(ctx, h.identity.Endpoint, calibrate.Options{Model: h.identity.Model, Completions: endpoint == "completions"})
+	// The long prompt stays within half the model's window, about a token
+	// a word.
+	long := 2048
+	if cw := h.settings.ContextWindow; cw > 0 {
+		long = min(long, cw/2)
+	}
+	res, err := calibrate.Measure(ctx, h.identity.Endpoint, calibrate.Options{Model: h.identity.Model, Completions: endpoint == "completions",
+		ShortWords: max(long/32, 8), LongWords: long})
 	if err != nil {
 		return res, fmt.Errorf("--calibrate: model %s: %w", ref, err)
 	}
