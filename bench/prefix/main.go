@@ -8,6 +8,7 @@
 // FCFS), run in simulated time, so every figure is deterministic.
 //
 //	go run ./bench/prefix [-workload docs|niah|all] [-scale 1]
+//	go run ./bench/prefix -plan [-hayloft BIN]
 //
 // Workloads: 16 documents × 8 questions, the file interleaved by question
 // (~25K tokens per document); NIAH, 7 lengths (4K–64K words) × 11 depths
@@ -46,8 +47,13 @@ func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("prefix", flag.ContinueOnError)
 	workload := fs.String("workload", "all", "docs, niah or all")
 	scale := fs.Float64("scale", 1, "multiply document and haystack sizes (smaller for a quick look)")
+	plan := fs.Bool("plan", false, "instead: time `hayloft plan` on a 35 × 35 NIAH grid to 128K tokens, with its peak memory (plan.go)")
+	bin := fs.String("hayloft", "", "with -plan: the hayloft binary to run (default: build it)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *plan {
+		return benchPlan(out, *bin)
 	}
 	var loads []load
 	if *workload == "docs" || *workload == "all" {

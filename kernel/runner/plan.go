@@ -31,7 +31,8 @@ type PlanRow struct {
 	Samples   int    `json:"samples"`
 	Truncated int    `json:"truncated,omitempty"`
 	// PromptTokens are the fitted prompts' tokens, all computed without a
-	// cache; TreeTokens is their shared-prefix tree, the least prefill.
+	// cache; TreeTokens is their shared-prefix tree, the least prefill
+	// (at the cache model's block granularity: sendorder.PlanFigures).
 	PromptTokens int `json:"prompt_tokens"`
 	TreeTokens   int `json:"tree_tokens"`
 	// CacheTokens is the prefix cache assumed, CacheSource why.
@@ -79,8 +80,10 @@ func (r *Runner) Plan(ctx context.Context, cfg *config.Config, opts PlanOptions)
 			continue
 		}
 		type acc struct {
-			row                          PlanRow
-			prompts                      []sendorder.Prompt
+			row PlanRow
+			// planner takes each prompt as it is fitted and keeps only
+			// what the estimates need, not the prompts.
+			planner                      *sendorder.Planner
 			pricePrompt, priceCompletion float64 // per million tokens
 		}
 		var accs []*acc
@@ -114,6 +117,7 @@ func (r *Runner) Plan(ctx context.Context, cfg *config.Config, opts PlanOptions)
 					a.row.Priced = true
 					a.pricePrompt, a.priceCompletion = pp, pc
 				}
+				a.planner = sendorder.NewPlanner(planPolicy(a.row.Order), sendorder.Options{CacheTokens: a.row.CacheTokens})
 				at[key] = a
 				accs = append(accs, a)
 			}
@@ -127,14 +131,13 @@ func (r *Runner) Plan(ctx context.Context, cfg *config.Config, opts PlanOptions)
 			} else {
 				a.row.NoBudget++
 			}
-			a.prompts = append(a.prompts, sendorder.Prompt{Text: messagesText(out.Messages), Tokens: out.Length})
-			return nil
+			return a.planner.Add(sendorder.Prompt{Text: messagesText(out.Messages), Tokens: out.Length})
 		})
 		if err != nil {
 			return rows, fmt.Errorf("eval %q: %w", ev.Name, err)
 		}
 		for _, a := range accs {
-			if err := a.row.estimate(a.prompts, opts); err != nil {
+			if err := a.row.estimate(a.planner); err != nil {
 				return rows, fmt.Errorf("eval %q: model %s: %w", ev.Name, a.row.Model, err)
 			}
 			if a.row.Priced {
@@ -146,25 +149,21 @@ func (r *Runner) Plan(ctx context.Context, cfg *config.Config, opts PlanOptions)
 	return rows, nil
 }
 
-// estimate fills the row's prefill and time figures from its prompts.
-func (row *PlanRow) estimate(ps []sendorder.Prompt, opts PlanOptions) error {
-	row.TreeTokens = sendorder.TreeTokens(ps)
-	policy := row.Order
-	if policy == "" {
-		policy = sendorder.Prefix
+// planPolicy is the send order an eval's order setting means.
+func planPolicy(order string) string {
+	if order == "" {
+		return sendorder.Prefix
 	}
-	// The runner sizes its window by the cache and estimates prefixes
-	// itself (newWindow); so does the plan.
-	order, err := sendorder.Order(policy, ps, sendorder.Options{CacheTokens: row.CacheTokens})
+	return order
+}
+
+// estimate fills the row's prefill and time figures from its planner.
+func (row *PlanRow) estimate(pl *sendorder.Planner) error {
+	f, err := pl.Finish()
 	if err != nil {
 		return err
 	}
-	dataset := make([]int, len(ps))
-	for i := range dataset {
-		dataset[i] = i
-	}
-	row.OrderPrefill = sendorder.ComputedPrefill(ps, order, row.CacheTokens)
-	row.DatasetPrefill = sendorder.ComputedPrefill(ps, dataset, row.CacheTokens)
+	row.TreeTokens, row.OrderPrefill, row.DatasetPrefill = f.TreeTokens, f.OrderPrefill, f.DatasetPrefill
 	if row.PrefillTPS > 0 {
 		row.Seconds = float64(row.OrderPrefill) / row.PrefillTPS
 		row.DatasetSeconds = float64(row.DatasetPrefill) / row.PrefillTPS

@@ -1,6 +1,7 @@
 package sendorder
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -81,5 +82,80 @@ func TestOrder(t *testing.T) {
 	prefix, _ := Order(Prefix, ps, Options{CacheTokens: cache})
 	if p, d := ComputedPrefill(ps, prefix, cache), ComputedPrefill(ps, dataset, cache); p >= d {
 		t.Errorf("prefix order %v computes %d, dataset order %d: want less", prefix, p, d)
+	}
+}
+
+// The streaming planner gives what the whole-list functions give: the same
+// orders and cache model, and the tree at block granularity (exact where
+// prompts part at block boundaries, at most a block more per prompt
+// otherwise).
+func TestPlanner(t *testing.T) {
+	var aligned []Prompt
+	for q := range 3 {
+		for _, d := range []string{"a", "b", "c"} {
+			aligned = append(aligned, tok(doc(d, 20)+doc(string(rune('p'+q)), 1)))
+		}
+	}
+	var grid []Prompt
+	for _, p := range niah([]int{2000, 5000, 9000, 20000}, []float64{0, 0.3, 0.7, 1}) {
+		grid = append(grid, Prompt{Text: p, Tokens: len(p) / 4})
+	}
+	var many []Prompt // beyond the look-ahead, so the window drops hints
+	for i := range 600 {
+		p := text(uint64(i%40), 3000) + fmt.Sprint(" question ", i)
+		many = append(many, Prompt{Text: p, Tokens: len(p) / 3})
+	}
+	for _, tc := range []struct {
+		name    string
+		ps      []Prompt
+		cache   int
+		aligned bool
+	}{
+		{"aligned documents", aligned, 25 * PlanBlockBytes, true},
+		{"NIAH grid", grid, 6000, false},
+		{"many documents", many, 4000, false},
+	} {
+		for _, policy := range []string{Prefix, Task, Groups} {
+			pl := NewPlanner(policy, Options{CacheTokens: tc.cache})
+			for _, p := range tc.ps {
+				if err := pl.Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := pl.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			order, err := Order(policy, tc.ps, Options{CacheTokens: tc.cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dataset := make([]int, len(tc.ps))
+			for i := range dataset {
+				dataset[i] = i
+			}
+			if policy != Groups { // the groups order hashes with a seed of its own: ties may fall apart otherwise
+				if want := ComputedPrefill(tc.ps, order, tc.cache); got.OrderPrefill != want {
+					t.Errorf("%s, %s: order prefill %d, want %d", tc.name, policy, got.OrderPrefill, want)
+				}
+			}
+			if want := ComputedPrefill(tc.ps, dataset, tc.cache); got.DatasetPrefill != want {
+				t.Errorf("%s, %s: dataset prefill %d, want %d", tc.name, policy, got.DatasetPrefill, want)
+			}
+			exact := TreeTokens(tc.ps)
+			slackTokens := 0
+			if !tc.aligned {
+				for _, p := range tc.ps {
+					slackTokens += int(float64(PlanBlockBytes)*p.tokensPerByte()) + 1
+				}
+			}
+			if got.TreeTokens < exact-1 || got.TreeTokens > exact+slackTokens {
+				t.Errorf("%s, %s: tree %d, exact %d (slack %d)", tc.name, policy, got.TreeTokens, exact, slackTokens)
+			}
+			// Each prompt's figure is rounded to whole tokens.
+			if got.OrderPrefill < got.TreeTokens-len(tc.ps) {
+				t.Errorf("%s, %s: order prefill %d below the tree %d", tc.name, policy, got.OrderPrefill, got.TreeTokens)
+			}
+		}
 	}
 }
