@@ -1,10 +1,8 @@
 package limiter
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -18,8 +16,7 @@ type PrefixCounters struct {
 
 // counterNames are the counters of each server, tried in turn: vLLM v1's
 // prefix_cache_queries/hits (and their earlier gpu_ names), SGLang's
-// prompt_tokens/cached_tokens. prometheus_client adds _total to a
-// counter's name; a name without it is read too.
+// prompt_tokens/cached_tokens.
 var counterNames = []struct{ kind, queries, hits string }{
 	{"vLLM", "vllm:prefix_cache_queries", "vllm:prefix_cache_hits"},
 	{"vLLM", "vllm:gpu_prefix_cache_queries", "vllm:gpu_prefix_cache_hits"},
@@ -39,36 +36,14 @@ func ReadPrefixCounters(ctx context.Context, base string) (PrefixCounters, error
 	defer body.Close()
 	sums := map[string]float64{}
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, rest := line, ""
-		if i := strings.IndexAny(line, "{ "); i >= 0 {
-			name, rest = line[:i], line[i:]
-		}
-		name = strings.TrimSuffix(name, "_total")
-		if !wantCounter(name) {
-			continue
-		}
-		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return PrefixCounters{}, fmt.Errorf("%s: %s: %w", url, name, err)
-		}
-		sums[name] += v
-		seen[name] = true
-	}
-	if err := sc.Err(); err != nil {
+	// prometheus_client adds _total to a counter's name; a name without
+	// it is read too.
+	err = eachSample(body, func(n string) bool { return wantCounter(strings.TrimSuffix(n, "_total")) }, func(n string, v float64) {
+		n = strings.TrimSuffix(n, "_total")
+		sums[n] += v
+		seen[n] = true
+	})
+	if err != nil {
 		return PrefixCounters{}, fmt.Errorf("%s: %w", url, err)
 	}
 	for _, c := range counterNames {

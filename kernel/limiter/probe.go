@@ -1,13 +1,11 @@
 package limiter
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -37,32 +35,11 @@ func VLLMWaiting(ctx context.Context, base string) (int, error) {
 	defer body.Close()
 	const name = "vllm:num_requests_waiting"
 	total, found := 0.0, false
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		rest := line[len(name):]
-		if rest != "" && rest[0] != '{' && rest[0] != ' ' {
-			continue // a longer metric name sharing the prefix
-		}
-		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			return 0, fmt.Errorf("probe %s/metrics: %s: %w", serverRoot(base), name, err)
-		}
+	err = eachSample(body, func(n string) bool { return n == name }, func(_ string, v float64) {
 		total += v
 		found = true
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		return 0, fmt.Errorf("probe %s/metrics: %w", serverRoot(base), err)
 	}
 	if !found {

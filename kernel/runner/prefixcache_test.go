@@ -20,34 +20,9 @@ func TestPrefixCacheMeasuredOnTheEngine(t *testing.T) {
 	task := docs{n: 24, pad: 4000}
 	computed := map[string]int64{}
 	for _, order := range config.Orders {
-		srv := openaitest.NewServer(openaitest.Options{Engine: &openaitest.EngineConfig{NumBlocks: 4096},
-			Answer: func(req openaitest.ChatRequest) string {
-				c := req.Messages[len(req.Messages)-1].Content
-				return "a" + strings.TrimSpace(c[strings.LastIndex(c, "question ")+len("question "):])
-			}})
-		f := newFixture(t, 0, nil)
-		f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return task, nil })
-		f.set.RegisterModel("openai", openai.New)
-		res, err := f.run(t, context.Background(), fmt.Sprintf(`
-task "docs" "d" {}
-model "openai" "m" {
-  base_url        = %q
-  model           = "fake-model"
-  max_concurrency = 4
-}
-eval "e" {
-  task    = task.docs.d
-  models  = [model.openai.m]
-  scorers = ["match"]
-  order   = %q
-}`, srv.BaseURL(), order))
+		srv := openaitest.NewServer(openaitest.Options{Engine: &openaitest.EngineConfig{NumBlocks: 4096}, Answer: answerDocs})
+		f, res := runOpenAIDocs(t, task, srv, 4, order)
 		srv.Close()
-		if err != nil || res.Evals[0].Samples != task.n {
-			t.Fatalf("order %s: %v %+v", order, err, res.Evals[0])
-		}
-		if m := res.Evals[0].Metrics["match"]; m == nil || m.Value != 1 {
-			t.Errorf("order %s: match %+v: answers depend on the order", order, m)
-		}
 		queries, hits, comp, _ := srv.Engine()
 		use, err := f.store.PrefixUse(context.Background(), res.RunID, "e/model.openai.m/none")
 		if err != nil {
@@ -71,33 +46,9 @@ eval "e" {
 // question after a document's first reuses the document.
 func TestLlamaSlotsPinned(t *testing.T) {
 	task := docs{n: 24, pad: 4000}
-	srv := openaitest.NewServer(openaitest.Options{Llama: &openaitest.LlamaConfig{Slots: 2},
-		Answer: func(req openaitest.ChatRequest) string {
-			c := req.Messages[len(req.Messages)-1].Content
-			return "a" + strings.TrimSpace(c[strings.LastIndex(c, "question ")+len("question "):])
-		}})
+	srv := openaitest.NewServer(openaitest.Options{Llama: &openaitest.LlamaConfig{Slots: 2}, Answer: answerDocs})
 	defer srv.Close()
-	f := newFixture(t, 0, nil)
-	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return task, nil })
-	f.set.RegisterModel("openai", openai.New)
-	res, err := f.run(t, context.Background(), fmt.Sprintf(`
-task "docs" "d" {}
-model "openai" "m" {
-  base_url        = %q
-  model           = "fake-model"
-  max_concurrency = 4
-}
-eval "e" {
-  task    = task.docs.d
-  models  = [model.openai.m]
-  scorers = ["match"]
-}`, srv.BaseURL()))
-	if err != nil || res.Evals[0].Samples != task.n {
-		t.Fatalf("%v %+v", err, res.Evals[0])
-	}
-	if m := res.Evals[0].Metrics["match"]; m == nil || m.Value != 1 {
-		t.Errorf("match %+v", m)
-	}
+	f, res := runOpenAIDocs(t, task, srv, 4, "")
 	st := srv.Llama()
 	cached, slots := st.Cached, st.Slots
 	if st.Pinned != int64(task.n) {
@@ -142,30 +93,9 @@ func TestPrefixCountersFallback(t *testing.T) {
 	task := docs{n: 12, pad: 2000}
 	for _, reports := range []string{"vllm", "sglang"} {
 		t.Run(reports, func(t *testing.T) {
-			srv := openaitest.NewServer(openaitest.Options{Engine: &openaitest.EngineConfig{Reports: reports, HideCached: true},
-				Answer: func(req openaitest.ChatRequest) string {
-					c := req.Messages[len(req.Messages)-1].Content
-					return "a" + strings.TrimSpace(c[strings.LastIndex(c, "question ")+len("question "):])
-				}})
+			srv := openaitest.NewServer(openaitest.Options{Engine: &openaitest.EngineConfig{Reports: reports, HideCached: true}, Answer: answerDocs})
 			defer srv.Close()
-			f := newFixture(t, 0, nil)
-			f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return task, nil })
-			f.set.RegisterModel("openai", openai.New)
-			res, err := f.run(t, context.Background(), fmt.Sprintf(`
-task "docs" "d" {}
-model "openai" "m" {
-  base_url        = %q
-  model           = "fake-model"
-  max_concurrency = 2
-}
-eval "e" {
-  task    = task.docs.d
-  models  = [model.openai.m]
-  scorers = ["match"]
-}`, srv.BaseURL()))
-			if err != nil || res.Evals[0].Samples != task.n {
-				t.Fatalf("%v %+v", err, res.Evals[0])
-			}
+			f, res := runOpenAIDocs(t, task, srv, 2, "")
 			queries, hits, _, _ := srv.Engine()
 			use, err := f.store.PrefixUse(context.Background(), res.RunID, "e/model.openai.m/none")
 			if err != nil {
@@ -179,4 +109,45 @@ eval "e" {
 			}
 		})
 	}
+}
+
+// answerDocs answers question i with "a<i>", so the match scorer shows that
+// every sample got its own answer.
+func answerDocs(req openaitest.ChatRequest) string {
+	c := req.Messages[len(req.Messages)-1].Content
+	return "a" + strings.TrimSpace(c[strings.LastIndex(c, "question ")+len("question "):])
+}
+
+// runOpenAIDocs runs task through the real OpenAI client against srv with
+// max_concurrency conc and order ("": the default), and checks that every
+// sample was answered, each with its own answer.
+func runOpenAIDocs(t *testing.T, task docs, srv *openaitest.Server, conc int, order string) (*fixture, *Result) {
+	t.Helper()
+	f := newFixture(t, 0, nil)
+	f.set.RegisterTask("docs", func(context.Context, sdk.Options) (sdk.Task, error) { return task, nil })
+	f.set.RegisterModel("openai", openai.New)
+	orderAttr := ""
+	if order != "" {
+		orderAttr = fmt.Sprintf("order = %q", order)
+	}
+	res, err := f.run(t, context.Background(), fmt.Sprintf(`
+task "docs" "d" {}
+model "openai" "m" {
+  base_url        = %q
+  model           = "fake-model"
+  max_concurrency = %d
+}
+eval "e" {
+  task    = task.docs.d
+  models  = [model.openai.m]
+  scorers = ["match"]
+  %s
+}`, srv.BaseURL(), conc, orderAttr))
+	if err != nil || res.Evals[0].Samples != task.n {
+		t.Fatalf("order %q: %v %+v", order, err, res.Evals[0])
+	}
+	if m := res.Evals[0].Metrics["match"]; m == nil || m.Value != 1 {
+		t.Errorf("order %q: match %+v: a sample got another's answer", order, m)
+	}
+	return f, res
 }
