@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -135,4 +136,24 @@ func TestPlanCalibrate(t *testing.T) {
 	}
 	text := hayloft(t, filepath.Dir(cfg), "plan", cfg, "--calibrate")
 	check{stdout: []string{"measured against", "instead of --prefill-tps/--decode-tps"}}.verify(t, text)
+}
+
+// A server behind an API key is not calibrated: the key stays in the
+// model's plugin.
+func TestPlanCalibrateKeyed(t *testing.T) {
+	cfg := planConfig(t)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed := strings.Replace(string(b), `model               = "nobody"`, `model               = "nobody"
+  api_key_env         = "HAYLOFT_TEST_KEY"`, 1)
+	if keyed == string(b) {
+		t.Fatal("the config's model line moved")
+	}
+	if err := os.WriteFile(cfg, []byte(keyed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HAYLOFT_TEST_KEY", "sk-test")
+	check{code: 1, stderr: []string{"--calibrate: model model.openai.far uses an API key", "--prefill-tps"}}.verify(t, hayloft(t, filepath.Dir(cfg), "plan", cfg, "--calibrate"))
 }
