@@ -8,6 +8,7 @@
 // FCFS), run in simulated time, so every figure is deterministic.
 //
 //	go run ./bench/prefix [-workload docs|niah|all] [-scale 1]
+//	go run ./bench/prefix -llama [-workload docs|niah|all] [-scale 1]
 //	go run ./bench/prefix -plan [-hayloft BIN]
 //
 // Workloads: 16 documents × 8 questions, the file interleaved by question
@@ -16,6 +17,11 @@
 // 1×, 2× and 4× the largest prompt (half of it cannot hold a request at
 // all: vLLM refuses to start with a window larger than its cache). Columns:
 // computed prefill ÷ minimum and simulated wall time, per order.
+//
+// A second table does the same on llama-server's slots (slots.go): 4
+// slots, each holding the longest prompt, with the dataset's order and the
+// tree order left to llama-server's own choice of slot, and the tree order
+// pinning each request to its slot (id_slot).
 //
 // The client side follows the runner: a request's siblings are released
 // when it is answered (the runner does not stream), and the look-ahead is
@@ -49,6 +55,7 @@ func run(args []string, out io.Writer) error {
 	scale := fs.Float64("scale", 1, "multiply document and haystack sizes (smaller for a quick look)")
 	plan := fs.Bool("plan", false, "instead: time `hayloft plan` on a 35 × 35 NIAH grid to 128K tokens, with its peak memory (plan.go)")
 	bin := fs.String("hayloft", "", "with -plan: the hayloft binary to run (default: build it)")
+	llama := fs.Bool("llama", false, "only the table of llama-server's slots (slots.go)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,6 +76,9 @@ func run(args []string, out io.Writer) error {
 	if len(loads) == 0 {
 		return fmt.Errorf("-workload %q: want docs, niah or all", *workload)
 	}
+	if *llama {
+		return slotsTable(out, loads)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tin flight\tcache\tdataset order\tearlier order\ttree order\twall: dataset\twall: earlier\twall: tree\t")
 	for _, l := range loads {
@@ -88,7 +98,11 @@ func run(args []string, out io.Writer) error {
 			}
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return slotsTable(out, loads)
 }
 
 // load is a workload: its prompts in dataset order, their tokens, the

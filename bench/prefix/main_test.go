@@ -61,11 +61,43 @@ func TestTable(t *testing.T) {
 	if err := run([]string{"-scale", "0.02"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 1+2*3*3 || !strings.Contains(lines[0], "tree order") {
-		t.Errorf("table of %d lines:\n%s", len(lines), out.String())
+	tables := strings.Split(strings.TrimSpace(out.String()), "\n\n")
+	if len(tables) != 2 {
+		t.Fatalf("want the engine's table and the slots' table:\n%s", out.String())
+	}
+	for i, want := range []struct {
+		lines  int
+		header string
+	}{{1 + 2*3*3, "tree order"}, {1 + 2*3, "tree order, pinned"}} {
+		lines := strings.Split(tables[i], "\n")
+		if len(lines) != want.lines || !strings.Contains(lines[0], want.header) {
+			t.Errorf("table %d of %d lines:\n%s", i, len(lines), tables[i])
+		}
 	}
 	if err := run([]string{"-workload", "nope"}, &out); err == nil {
 		t.Error("an unknown workload is accepted")
+	}
+}
+
+// On llama-server's slots, with every question in the look-ahead, pinning
+// computes each document once however many are in flight, where the
+// dataset's order with llama-server choosing the slots computes far more.
+func TestSlotsPinned(t *testing.T) {
+	l := docsLoad(16, 4, 2000)
+	for _, inFlight := range []int{1, 8, 64} {
+		pinned, err := simulateSlots(l, sendorder.Prefix, true, 4, inFlight)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dataset, err := simulateSlots(l, sendorder.Task, false, 4, inFlight)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := float64(pinned.computed) / float64(l.minimum); r > 1.001 {
+			t.Errorf("%d in flight: pinned computed %.3f× the minimum, want 1×", inFlight, r)
+		}
+		if dataset.computed <= pinned.computed {
+			t.Errorf("%d in flight: dataset order computed %d, pinned %d", inFlight, dataset.computed, pinned.computed)
+		}
 	}
 }

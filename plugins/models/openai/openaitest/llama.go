@@ -73,21 +73,41 @@ func commonPrefix(a, b []int) int {
 // choose is llama-server's pick among idle slots for a request without
 // id_slot; -1 when every slot is busy. Called with h.mu held.
 func (h *llamaHost) choose(tokens []int) int {
-	best, bestLen := -1, 0
+	slots := make([]LlamaSlot, len(h.slots))
 	for i, s := range h.slots {
-		if s.busy || len(s.tokens) == 0 {
+		slots[i] = LlamaSlot{Tokens: s.tokens, Busy: s.busy, Used: s.used}
+	}
+	return LlamaPick(slots, tokens, h.cfg.Similarity)
+}
+
+// LlamaSlot is a slot as llama-server's choice sees it: the prompt it
+// keeps, whether it is busy, and when it was last used.
+type LlamaSlot struct {
+	Tokens []int
+	Busy   bool
+	Used   int64
+}
+
+// LlamaPick is llama-server's choice of a slot for a request that names
+// none: among the idle slots, the one whose kept prompt shares the most
+// with tokens, provided the shared part exceeds similarity of the kept
+// prompt; else the idle slot used longest ago; -1 when all are busy.
+func LlamaPick(slots []LlamaSlot, tokens []int, similarity float64) int {
+	best, bestLen := -1, 0
+	for i, s := range slots {
+		if s.Busy || len(s.Tokens) == 0 {
 			continue
 		}
-		n := commonPrefix(s.tokens, tokens)
-		if n > bestLen && float64(n)/float64(len(s.tokens)) > h.cfg.Similarity {
+		n := commonPrefix(s.Tokens, tokens)
+		if n > bestLen && float64(n)/float64(len(s.Tokens)) > similarity {
 			best, bestLen = i, n
 		}
 	}
 	if best >= 0 {
 		return best
 	}
-	for i, s := range h.slots {
-		if !s.busy && (best < 0 || s.used < h.slots[best].used) {
+	for i, s := range slots {
+		if !s.Busy && (best < 0 || s.Used < slots[best].Used) {
 			best = i
 		}
 	}
