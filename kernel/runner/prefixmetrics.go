@@ -64,6 +64,9 @@ func (r *Runner) recordCounters(rows []*row, before, after map[string]limiter.Pr
 			r.log.Warn("prefix cache counters went down (server restarted?); not recorded", "eval", rw.journalName, "endpoint", ep)
 			continue
 		}
+		if m.PromptTokens == 0 {
+			continue // nothing was sent (every answer came from the journal)
+		}
 		if n := shared[ep]; n > 1 {
 			m.SharedRows = n
 		}
