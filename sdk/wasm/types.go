@@ -10,7 +10,7 @@ import (
 // ABIVersion is the version of the host–guest contract described in README.md.
 // A module reports the version it was written for from its
 // hayloft_abi_version export; the host refuses versions it does not speak.
-const ABIVersion = 1
+const ABIVersion = 2
 
 // Input is what the host sends to score: the sample, the model's prediction,
 // the reference answers (the sample's Targets, repeated for convenience) and

@@ -9,6 +9,9 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/wasm/wire"
 )
 
 // Why the scorer sets WithCloseOnContextDone: without it a looping guest
@@ -39,7 +42,10 @@ func TestRunawayGuestHangsWithoutCloseOnContextDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	input := []byte(`{"sample":{"id":"x"},"prediction":"loop"}`)
+	input, err := wire.AppendInput(nil, &sdk.Sample{ID: "x"}, "loop", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := mod.ExportedFunction(exportMalloc).Call(ctx, uint64(len(input)))
 	if err != nil {
 		t.Fatal(err)

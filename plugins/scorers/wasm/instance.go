@@ -33,7 +33,14 @@ const (
 	exportFree      = "free"
 	exportScore     = "score"
 	exportAggregate = "aggregate"
+	// exportScoreBatch is version 2's optional batch entry point: many
+	// inputs in one call (wire.AppendBatch), their outputs in one result.
+	exportScoreBatch = "score_batch"
 )
+
+// minInputBuffer is the smallest input buffer a version 2 instance is given,
+// so that short inputs of different lengths do not each grow it.
+const minInputBuffer = 4096
 
 // stderrFirstLines is how much of a call's standard error is shown at
 // warning level at most (its first paragraph); the rest is at debug level.
@@ -41,9 +48,16 @@ const stderrFirstLines = 8
 
 // instance is one instantiated module. It is used by one call at a time.
 type instance struct {
-	mod                      api.Module
-	malloc, free, score, agg api.Function
-	stdout, stderr           *outputWriter
+	mod                             api.Module
+	malloc, free, score, agg, batch api.Function
+	stdout, stderr                  *outputWriter
+	// buf and bufCap are a version 2 instance's input buffer, allocated
+	// by its malloc and reused from call to call, grown when an input
+	// needs more.
+	buf, bufCap uint32
+	// stack holds a call's parameters and results, so that a call
+	// allocates nothing for them.
+	stack [2]uint64
 }
 
 // instantiate starts a fresh instance of the compiled module, running its
@@ -85,6 +99,7 @@ func (s *scorer) instantiate(ctx context.Context) (*instance, error) {
 		free:   mod.ExportedFunction(exportFree),
 		score:  mod.ExportedFunction(exportScore),
 		agg:    mod.ExportedFunction(exportAggregate),
+		batch:  mod.ExportedFunction(exportScoreBatch),
 		stdout: stdout,
 		stderr: stderr,
 	}, nil
@@ -98,6 +113,11 @@ func (in *instance) close(ctx context.Context) {
 // output. Everything runs under one deadline, so a guest cannot stretch a
 // call by stalling in malloc or free. Any error means the instance may be in
 // a bad state, or is already closed, and must not be reused.
+//
+// Version 1 allocates the input with malloc and frees input and output
+// after each call: four guest calls. Version 2 writes the input into a buffer
+// the instance keeps, and the guest keeps its output until its next call:
+// one guest call, unless the buffer must grow.
 func (s *scorer) call(ctx context.Context, in *instance, fn api.Function, input []byte) ([]byte, error) {
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
@@ -105,20 +125,19 @@ func (s *scorer) call(ctx context.Context, in *instance, fn api.Function, input 
 	defer in.stdout.flush()
 	defer in.stderr.flush()
 	name := fn.Definition().Name()
-	res, err := in.malloc.Call(callCtx, uint64(len(input)))
+	inPtr, err := s.inputBuffer(ctx, callCtx, in, uint32(len(input)))
 	if err != nil {
-		return nil, s.classify(ctx, callCtx, in, exportMalloc, err)
+		return nil, err
 	}
-	inPtr := uint32(res[0])
 	if !in.mod.Memory().Write(inPtr, input) {
 		return nil, &sdk.RequestError{Code: CodeBadOutput,
 			Msg: fmt.Sprintf("module %s: malloc(%d) returned %#x, outside its memory", s.name, len(input), inPtr)}
 	}
-	res, err = fn.Call(callCtx, uint64(inPtr), uint64(len(input)))
-	if err != nil {
+	in.stack = [2]uint64{uint64(inPtr), uint64(len(input))}
+	if err := fn.CallWithStack(callCtx, in.stack[:]); err != nil {
 		return nil, s.classify(ctx, callCtx, in, name, err)
 	}
-	outPtr, outLen := uint32(res[0]>>32), uint32(res[0])
+	outPtr, outLen := uint32(in.stack[0]>>32), uint32(in.stack[0])
 	if int64(outLen) > s.cfg.MaxOutputBytes {
 		return nil, &sdk.RequestError{Code: CodeOutputTooLarge,
 			Msg: fmt.Sprintf("module %s: %s returned %d bytes, over max_output_bytes %d", s.name, name, outLen, s.cfg.MaxOutputBytes)}
@@ -130,12 +149,50 @@ func (s *scorer) call(ctx context.Context, in *instance, fn api.Function, input 
 	}
 	// Read returns a view of guest memory, which the next call may change.
 	out := append([]byte(nil), view...)
-	for _, p := range []uint32{outPtr, inPtr} {
-		if _, err := in.free.Call(callCtx, uint64(p)); err != nil {
-			return nil, s.classify(ctx, callCtx, in, exportFree, err)
+	if s.version == 1 {
+		for _, p := range []uint32{outPtr, inPtr} {
+			if err := s.callFree(ctx, callCtx, in, p); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
+}
+
+// inputBuffer returns where to write an input of n bytes: a fresh malloc
+// for version 1; for version 2 the instance's buffer, first replaced by a
+// larger one if n does not fit.
+func (s *scorer) inputBuffer(parent, callCtx context.Context, in *instance, n uint32) (uint32, error) {
+	if s.version != 1 && n <= in.bufCap {
+		return in.buf, nil
+	}
+	size := n
+	if s.version != 1 {
+		size = max(n, 2*in.bufCap, minInputBuffer)
+		if in.bufCap > 0 {
+			if err := s.callFree(parent, callCtx, in, in.buf); err != nil {
+				return 0, err
+			}
+			in.buf, in.bufCap = 0, 0
+		}
+	}
+	in.stack[0] = uint64(size)
+	if err := in.malloc.CallWithStack(callCtx, in.stack[:]); err != nil {
+		return 0, s.classify(parent, callCtx, in, exportMalloc, err)
+	}
+	p := uint32(in.stack[0])
+	if s.version != 1 {
+		in.buf, in.bufCap = p, size
+	}
+	return p, nil
+}
+
+func (s *scorer) callFree(parent, callCtx context.Context, in *instance, p uint32) error {
+	in.stack[0] = uint64(p)
+	if err := in.free.CallWithStack(callCtx, in.stack[:]); err != nil {
+		return s.classify(parent, callCtx, in, exportFree, err)
+	}
+	return nil
 }
 
 // classify turns a failed guest call into the error recorded for the sample.

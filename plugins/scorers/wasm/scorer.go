@@ -2,7 +2,8 @@
 // compiled to WebAssembly under wazero, sandboxed and with hard limits on
 // memory, time per call and input and output size. The ABI a module
 // implements is documented in sdk/wasm/README.md; sdk/wasm helps write one in
-// Go.
+// Go. Both ABI versions are spoken: 1 (JSON) and 2 (sdk/wasm/wire's binary
+// fields, one guest call per sample, and an optional batch export).
 //
 // Instances are pooled and reused from call to call (fresh_instance = true
 // gives each call its own). A module that breaks a limit or traps costs
@@ -31,6 +32,7 @@ import (
 
 	"github.com/hayloft/hayloft/sdk"
 	abi "github.com/hayloft/hayloft/sdk/wasm"
+	"github.com/hayloft/hayloft/sdk/wasm/wire"
 )
 
 // Name is the scorer's registered name.
@@ -47,6 +49,8 @@ type scorer struct {
 	cache wazero.CompilationCache
 
 	compiled wazero.CompiledModule
+	// version is the module's ABI version, 1 or 2.
+	version int32
 
 	slots chan struct{} // one token per live instance
 
@@ -149,7 +153,7 @@ func newScorer(ctx context.Context, cfg *config) (_ *scorer, err error) {
 		}
 		return nil, sdk.Configf("module", "%v", err)
 	}
-	if err := checkVersion(ctx, in); err != nil {
+	if s.version, err = checkVersion(ctx, in); err != nil {
 		in.close(ctx)
 		return nil, sdk.Configf("module", "%s: %v", cfg.Module, err)
 	}
@@ -185,6 +189,7 @@ func checkExports(m wazero.CompiledModule) error {
 		{exportFree, []api.ValueType{i32}, nil, false},
 		{exportScore, []api.ValueType{i32, i32}, []api.ValueType{i64}, false},
 		{exportAggregate, []api.ValueType{i32, i32}, []api.ValueType{i64}, true},
+		{exportScoreBatch, []api.ValueType{i32, i32}, []api.ValueType{i64}, true},
 	}
 	exports := m.ExportedFunctions()
 	if len(m.ExportedMemories()) == 0 {
@@ -206,15 +211,20 @@ func checkExports(m wazero.CompiledModule) error {
 	return nil
 }
 
-func checkVersion(ctx context.Context, in *instance) error {
+// checkVersion returns the module's ABI version, which the host must speak.
+func checkVersion(ctx context.Context, in *instance) (int32, error) {
 	res, err := in.mod.ExportedFunction(exportVersion).Call(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: %w", exportVersion, err)
+		return 0, fmt.Errorf("%s: %w", exportVersion, err)
 	}
-	if v := int32(res[0]); v != abi.ABIVersion {
-		return fmt.Errorf("ABI version %d is not supported (this host speaks version %d)", v, abi.ABIVersion)
+	v := int32(res[0])
+	if v < 1 || v > abi.ABIVersion {
+		return 0, fmt.Errorf("ABI version %d is not supported (this host speaks versions 1 and %d)", v, abi.ABIVersion)
 	}
-	return nil
+	if v == 1 && in.batch != nil {
+		return 0, fmt.Errorf("exports %s, which ABI version 1 does not have", exportScoreBatch)
+	}
+	return v, nil
 }
 
 func requestCode(err error) string {
@@ -310,17 +320,19 @@ func (s *scorer) discard(in *instance) {
 
 // run calls fn (an export name) with input on a pooled instance.
 func (s *scorer) run(ctx context.Context, export string, input []byte) ([]byte, error) {
-	if int64(len(input)) > s.cfg.MaxInputBytes {
-		return nil, &sdk.RequestError{Code: CodeInputTooLarge,
-			Msg: fmt.Sprintf("module %s: %s input is %d bytes, over max_input_bytes %d", s.name, export, len(input), s.cfg.MaxInputBytes)}
+	if err := s.checkInput(export, len(input)); err != nil {
+		return nil, err
 	}
 	in, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	fn := in.score
-	if export == exportAggregate {
+	switch export {
+	case exportAggregate:
 		fn = in.agg
+	case exportScoreBatch:
+		fn = in.batch
 	}
 	out, err := s.call(ctx, in, fn, input)
 	switch {
@@ -334,6 +346,14 @@ func (s *scorer) run(ctx context.Context, export string, input []byte) ([]byte, 
 		s.release(in)
 	}
 	return out, nil
+}
+
+func (s *scorer) checkInput(export string, n int) error {
+	if int64(n) > s.cfg.MaxInputBytes {
+		return &sdk.RequestError{Code: CodeInputTooLarge,
+			Msg: fmt.Sprintf("module %s: %s input is %d bytes, over max_input_bytes %d", s.name, export, n, s.cfg.MaxInputBytes)}
+	}
+	return nil
 }
 
 func (s *scorer) isClosed() bool {
@@ -357,41 +377,70 @@ func (s *scorer) ReadsSample() bool { return s.cfg.IncludeContext }
 
 // Score implements sdk.Scorer.
 func (s *scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if req.Sample == nil {
+	input, err := s.encode(nil, req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := s.run(ctx, exportScore, input)
+	if err != nil {
+		return nil, err
+	}
+	return s.response(req.Sample.ID, raw)
+}
+
+// encode appends a request's input, in the module's ABI version, to b.
+func (s *scorer) encode(b []byte, req *sdk.ScoreRequest) ([]byte, error) {
+	if req == nil || req.Sample == nil {
 		return nil, &sdk.RequestError{Code: sdk.CodeBadRequest, Msg: "score request without a sample"}
 	}
 	sample := *req.Sample
 	if !s.cfg.IncludeContext {
 		sample.Context = ""
 	}
-	input, err := json.Marshal(abi.Input{
-		Sample:     sample,
-		Prediction: req.Prediction,
-		References: req.Sample.Targets,
-		Options:    s.cfg.Options,
-	})
+	var err error
+	if s.version == 1 {
+		var input []byte
+		input, err = json.Marshal(abi.Input{
+			Sample:     sample,
+			Prediction: req.Prediction,
+			References: req.Sample.Targets,
+			Options:    s.cfg.Options,
+		})
+		b = append(b, input...)
+	} else {
+		b, err = wire.AppendInput(b, &sample, req.Prediction, s.cfg.Options)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("module %s: encode sample %q: %w", s.name, req.Sample.ID, err)
 	}
-	raw, err := s.run(ctx, exportScore, input)
-	if err != nil {
-		return nil, err
+	return b, nil
+}
+
+// response decodes a score output, in the module's ABI version.
+func (s *scorer) response(id string, raw []byte) (*sdk.ScoreResponse, error) {
+	var out wire.Output
+	var err error
+	if s.version == 1 {
+		var o scoreOutput
+		if err = decodeOutput(raw, &o); err == nil {
+			out = wire.Output{Invalid: o.Invalid, Details: o.Details, Stats: o.Stats, Error: o.Error}
+			if o.Value != nil {
+				out.Value, out.HasValue = *o.Value, true
+			}
+		}
+	} else {
+		out, err = wire.DecodeOutput(raw)
 	}
-	var out scoreOutput
-	if err := decodeOutput(raw, &out); err != nil {
-		return nil, &sdk.RequestError{Code: CodeBadOutput, Msg: fmt.Sprintf("module %s: score output for sample %q: %v", s.name, req.Sample.ID, err)}
+	if err != nil {
+		return nil, &sdk.RequestError{Code: CodeBadOutput, Msg: fmt.Sprintf("module %s: score output for sample %q: %v", s.name, id, err)}
 	}
 	if out.Error != "" {
-		return nil, &sdk.RequestError{Code: CodeGuestError, Msg: fmt.Sprintf("module %s: sample %q: %s", s.name, req.Sample.ID, out.Error)}
+		return nil, &sdk.RequestError{Code: CodeGuestError, Msg: fmt.Sprintf("module %s: sample %q: %s", s.name, id, out.Error)}
 	}
-	if out.Value == nil && !out.Invalid {
-		return nil, &sdk.RequestError{Code: CodeBadOutput, Msg: fmt.Sprintf("module %s: score output for sample %q has no value", s.name, req.Sample.ID)}
+	if !out.HasValue && !out.Invalid {
+		return nil, &sdk.RequestError{Code: CodeBadOutput, Msg: fmt.Sprintf("module %s: score output for sample %q has no value", s.name, id)}
 	}
-	resp := &sdk.ScoreResponse{Invalid: out.Invalid, Details: out.Details, Stats: out.Stats}
-	if out.Value != nil {
-		resp.Value = *out.Value
-	}
-	return resp, nil
+	return &sdk.ScoreResponse{Value: out.Value, Invalid: out.Invalid, Details: out.Details, Stats: out.Stats}, nil
 }
 
 // aggregateOutput is the JSON a module's aggregate returns.

@@ -269,7 +269,7 @@ func TestUnsupportedABIVersionIsRefused(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Field != "module" {
 		t.Fatalf("got %v, want a ConfigError on module", err)
 	}
-	if !strings.Contains(err.Error(), "ABI version 99") || !strings.Contains(err.Error(), "version 1") {
+	if !strings.Contains(err.Error(), "ABI version 99") || !strings.Contains(err.Error(), "versions 1 and 2") {
 		t.Errorf("error %q should name both versions", err)
 	}
 }

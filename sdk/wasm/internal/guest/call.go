@@ -7,9 +7,10 @@ import (
 	"fmt"
 )
 
-// Call is one exported entry point of the ABI: read the JSON input the host
-// placed at ptr, decode it, call f, and encode its result — or an {"error"}
-// object — as the bytes to Return. what names the export in messages; f is
+// Call is an exported entry point that speaks JSON (aggregate, which runs
+// once per eval, keeps version 1's JSON): read the input the host placed at
+// ptr, decode it, call f, and encode its result — or an {"error"} object —
+// as the bytes to Return. what names the export in messages; f is
 // nil when nothing was registered. A panic in f is deliberately not
 // recovered: the instance traps, the host discards it and records the
 // panic, so a broken scorer never keeps running on corrupted state.
