@@ -51,6 +51,9 @@ type scorer struct {
 	compiled wazero.CompiledModule
 	// version is the module's ABI version, 1 or 2.
 	version int32
+	// metered says the module was rewritten to check its deadline itself
+	// (meter.go); otherwise wazero's close-on-context-done stops it.
+	metered bool
 
 	slots chan struct{} // one token per live instance
 
@@ -116,9 +119,15 @@ func newScorer(ctx context.Context, cfg *config) (_ *scorer, err error) {
 		s.glog.log.Warn("compilation cache unavailable; compiling in memory", "error", err)
 		s.cache = wazero.NewCompilationCache()
 	}
+	if metered, err := meter(code); err != nil {
+		s.glog.log.Info("module not metered: stopped by close-on-context-done instead, which slows loops", "reason", err)
+	} else {
+		code, s.metered = metered, true
+	}
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(s.cache).
-		WithCloseOnContextDone(true). // without it a looping guest hangs its goroutine for ever
+		// Without either a looping guest hangs its goroutine for ever.
+		WithCloseOnContextDone(!s.metered).
 		WithMemoryLimitPages(uint32(cfg.MemoryMB) * 16)
 	s.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 	defer func() {
@@ -131,6 +140,7 @@ func newScorer(ctx context.Context, cfg *config) (_ *scorer, err error) {
 	}
 	_, err = s.rt.NewHostModuleBuilder("hayloft").
 		NewFunctionBuilder().WithFunc(s.hostLog).Export("log").
+		NewFunctionBuilder().WithFunc(s.tick).Export(tickName).
 		Instantiate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: host module: %w", name, err)
@@ -268,6 +278,19 @@ func (s *scorer) hostLog(_ context.Context, m api.Module, ptr, n uint32) {
 		return
 	}
 	s.glog.write(hclog.Info, msg)
+}
+
+// tick is a metered guest's import, called when its fuel runs out: it ends
+// the call once the call's context is done or the scorer is closing. A
+// panic is how a host function aborts a guest call in wazero; the call
+// returns it as an error, which classify names from the contexts.
+func (s *scorer) tick(ctx context.Context) {
+	if ctx.Err() != nil {
+		panic(fmt.Errorf("guest stopped: %w", context.Cause(ctx)))
+	}
+	if s.isClosed() {
+		panic(errors.New("guest stopped: scorer closed"))
+	}
 }
 
 // acquire returns an instance for the caller's exclusive use.

@@ -1,0 +1,706 @@
+package wasm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// meter rewrites a module so that it checks its own deadline cheaply, and
+// returns the rewritten module.
+//
+// Why: wazero stops a looping guest only with close-on-context-done, which
+// compiles every loop header into an exit from native code to Go and back.
+// A Go guest enters a loop with every function call, so that exit is most
+// of its time: measured on the keyword-coverage example, its words function
+// ran 11× slower with it than without. The rewritten module instead counts
+// down a fuel global at every function entry and loop header — a load, a
+// subtraction, a store and a branch, all native — and calls the host's
+// hayloft.tick only when the fuel runs out; tick ends the call when its
+// deadline has passed or the scorer is closing, and refills the fuel.
+// Each check charges one unit plus one per meterBytesPerUnit bytes of the
+// function or loop body it guards, so that a huge loop body or a chain of
+// calls without loops still reaches tick soon.
+//
+// The rewrite appends a function type, an import, and a global, shifts the
+// index of every defined function by one (calls, exports, the start
+// function, element segments, ref.func) and drops the name section, whose
+// indices it would invalidate. It refuses what it does not fully
+// understand (unknown opcodes, sections or encodings) with an error; the
+// scorer then runs the module unchanged under close-on-context-done, which
+// is slower but as safe. Whatever it emits, wazero validates it as any
+// module.
+func meter(code []byte) ([]byte, error) {
+	r := reader{b: code}
+	if len(code) < 8 || string(code[:4]) != "\x00asm" || binary.LittleEndian.Uint32(code[4:8]) != 1 {
+		return nil, errors.New("not a version 1 WebAssembly binary")
+	}
+	r.off = 8
+	var secs []section
+	for r.more() {
+		id := r.byte()
+		size := r.u32()
+		start := r.off
+		r.skip(size)
+		if r.err != nil {
+			return nil, fmt.Errorf("section %d: %w", id, r.err)
+		}
+		if _, ok := sectionRank[id]; !ok {
+			return nil, fmt.Errorf("unknown section %d", id)
+		}
+		secs = append(secs, section{id: id, body: code[start:r.off]})
+	}
+	for _, id := range []byte{secType, secImport, secGlobal} {
+		secs = ensureSection(secs, id)
+	}
+	m := &meterer{}
+	// Imports first: their count of functions and globals fixes the new
+	// import's index and the new global's.
+	for i := range secs {
+		if secs[i].id == secType {
+			if err := m.countTypes(secs[i].body); err != nil {
+				return nil, fmt.Errorf("type section: %w", err)
+			}
+		}
+		if secs[i].id == secImport {
+			if err := m.countImports(secs[i].body); err != nil {
+				return nil, fmt.Errorf("import section: %w", err)
+			}
+		}
+		if secs[i].id == secGlobal {
+			if err := m.countGlobals(secs[i].body); err != nil {
+				return nil, fmt.Errorf("global section: %w", err)
+			}
+		}
+	}
+	out := append([]byte(nil), code[:8]...)
+	for _, s := range secs {
+		body, err := m.rewrite(s)
+		if err != nil {
+			return nil, fmt.Errorf("section %d: %w", s.id, err)
+		}
+		if body == nil {
+			continue // dropped
+		}
+		out = append(out, s.id)
+		out = appendU32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	return out, nil
+}
+
+const (
+	// meterFuel is the fuel a call starts with and tick refills: about a
+	// millisecond of a Go guest's work between two ticks.
+	meterFuel = 100_000
+	// meterBytesPerUnit is how many bytes of code one unit of fuel pays for.
+	meterBytesPerUnit = 64
+	// tickModule and tickName are the import the rewrite adds.
+	tickModule, tickName = "hayloft", "tick"
+)
+
+// Section ids.
+const (
+	secCustom    = 0
+	secType      = 1
+	secImport    = 2
+	secFunction  = 3
+	secTable     = 4
+	secMemory    = 5
+	secGlobal    = 6
+	secExport    = 7
+	secStart     = 8
+	secElement   = 9
+	secCode      = 10
+	secData      = 11
+	secDataCount = 12
+	secTag       = 13
+)
+
+// sectionRank is the order sections must appear in; custom sections may
+// appear anywhere.
+var sectionRank = map[byte]int{
+	secCustom: 0, secType: 1, secImport: 2, secFunction: 3, secTable: 4, secMemory: 5, secTag: 6,
+	secGlobal: 7, secExport: 8, secStart: 9, secElement: 10, secDataCount: 11, secCode: 12, secData: 13,
+}
+
+type section struct {
+	id   byte
+	body []byte
+}
+
+// ensureSection adds an empty section id where the order puts it, unless
+// the module has one.
+func ensureSection(secs []section, id byte) []section {
+	at := len(secs)
+	for i, s := range secs {
+		if s.id == id {
+			return secs
+		}
+		if s.id != secCustom && sectionRank[s.id] > sectionRank[id] && at == len(secs) {
+			at = i
+		}
+	}
+	empty := section{id: id, body: []byte{0}} // a vector of zero entries
+	return append(secs[:at], append([]section{empty}, secs[at:]...)...)
+}
+
+// meterer holds what the rewrite learned about the module.
+type meterer struct {
+	types         uint32 // the new type's index
+	importedFuncs uint32 // the tick import's index; defined functions shift past it
+	fuelGlobal    uint32 // the new global's index
+	importedGlobs uint32
+}
+
+func (m *meterer) countTypes(b []byte) error {
+	r := reader{b: b}
+	m.types = r.u32()
+	return r.err
+}
+
+func (m *meterer) countImports(b []byte) error {
+	r := reader{b: b}
+	n := r.u32()
+	for range n {
+		r.name()
+		r.name()
+		switch kind := r.byte(); kind {
+		case 0: // func
+			r.u32()
+			m.importedFuncs++
+		case 1: // table
+			r.byte()
+			r.limits()
+		case 2: // memory
+			r.limits()
+		case 3: // global
+			r.byte()
+			r.byte()
+			m.importedGlobs++
+		default:
+			return fmt.Errorf("import kind %d", kind)
+		}
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return r.end()
+}
+
+func (m *meterer) countGlobals(b []byte) error {
+	r := reader{b: b}
+	m.fuelGlobal = m.importedGlobs + r.u32()
+	return r.err
+}
+
+// fn maps a function index to its index in the rewritten module.
+func (m *meterer) fn(i uint32) uint32 {
+	if i >= m.importedFuncs {
+		return i + 1
+	}
+	return i
+}
+
+func (m *meterer) rewrite(s section) ([]byte, error) {
+	r := reader{b: s.body}
+	var out []byte
+	switch s.id {
+	case secCustom:
+		// Names and DWARF refer to function indices and code offsets
+		// that the rewrite changes: stale, they would mislabel traces.
+		if name := r.name(); r.err == nil && (name == "name" || strings.HasPrefix(name, ".debug_")) {
+			return nil, nil
+		}
+		return s.body, nil
+	case secTable:
+		n := r.u32()
+		for range n {
+			if r.more() && r.b[r.off] == 0x40 { // a table with an initialiser
+				return nil, errors.New("table initialiser expressions")
+			}
+			r.byte()
+			r.limits()
+		}
+		out = s.body
+	case secType:
+		n := r.u32()
+		out = appendU32(out, n+1)
+		out = append(out, r.rest()...)
+		out = append(out, 0x60, 0, 0) // func () -> ()
+	case secImport:
+		n := r.u32()
+		out = appendU32(out, n+1)
+		out = append(out, r.rest()...)
+		out = appendName(out, tickModule)
+		out = appendName(out, tickName)
+		out = append(out, 0)
+		out = appendU32(out, m.types)
+	case secGlobal:
+		n := r.u32()
+		out = appendU32(out, n+1)
+		for range n {
+			out = append(out, r.byte(), r.byte()) // value type, mutability
+			out = m.constExpr(&r, out)
+		}
+		out = append(out, 0x7F, 1, 0x41) // mutable i32 = meterFuel
+		out = appendS32(out, meterFuel)
+		out = append(out, 0x0B)
+	case secExport:
+		n := r.u32()
+		out = appendU32(out, n)
+		for range n {
+			out = appendName(out, r.name())
+			kind, idx := r.byte(), r.u32()
+			if kind == 0 {
+				idx = m.fn(idx)
+			}
+			out = appendU32(append(out, kind), idx)
+		}
+	case secStart:
+		out = appendU32(out, m.fn(r.u32()))
+	case secElement:
+		n := r.u32()
+		out = appendU32(out, n)
+		for range n {
+			out = m.element(&r, out)
+		}
+	case secCode:
+		n := r.u32()
+		out = appendU32(out, n)
+		for range n {
+			size := r.u32()
+			body := r.bytes(size)
+			if r.err != nil {
+				break
+			}
+			fb, err := m.function(body)
+			if err != nil {
+				return nil, err
+			}
+			out = appendU32(out, uint32(len(fb)))
+			out = append(out, fb...)
+		}
+	default:
+		return s.body, nil
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// element copies an element segment, mapping its function indices.
+func (m *meterer) element(r *reader, out []byte) []byte {
+	flags := r.u32()
+	out = appendU32(out, flags)
+	if flags > 7 {
+		r.fail(fmt.Errorf("element segment flags %d", flags))
+		return out
+	}
+	if flags&2 != 0 && flags&1 == 0 { // explicit table index
+		out = appendU32(out, r.u32())
+	}
+	if flags&1 == 0 { // active: an offset
+		out = m.constExpr(r, out)
+	}
+	if flags&3 != 0 { // elemkind or reftype
+		out = append(out, r.byte())
+	}
+	n := r.u32()
+	out = appendU32(out, n)
+	for range n {
+		if r.err != nil {
+			return out
+		}
+		if flags&4 != 0 {
+			out = m.constExpr(r, out)
+		} else {
+			out = appendU32(out, m.fn(r.u32()))
+		}
+	}
+	return out
+}
+
+// constExpr copies a constant expression up to its end, mapping ref.func.
+func (m *meterer) constExpr(r *reader, out []byte) []byte {
+	for r.err == nil {
+		op := r.byte()
+		out = append(out, op)
+		switch op {
+		case 0x0B: // end
+			return out
+		case 0x41: // i32.const
+			out = appendRaw(out, r.leb(5))
+		case 0x42: // i64.const
+			out = appendRaw(out, r.leb(10))
+		case 0x43:
+			out = appendRaw(out, r.bytes(4))
+		case 0x44:
+			out = appendRaw(out, r.bytes(8))
+		case 0x23: // global.get
+			out = appendU32(out, r.u32())
+		case 0xD0: // ref.null
+			out = append(out, r.byte())
+		case 0xD2: // ref.func
+			out = appendU32(out, m.fn(r.u32()))
+		case 0x6A, 0x6B, 0x6C, 0x7C, 0x7D, 0x7E: // extended constants: add, sub, mul
+		case 0xFD: // v128.const
+			if sub := r.u32(); sub != 12 {
+				r.fail(fmt.Errorf("constant expression opcode 0xfd %d", sub))
+				return out
+			}
+			out = appendU32(out, 12)
+			out = appendRaw(out, r.bytes(16))
+		default:
+			r.fail(fmt.Errorf("constant expression opcode %#x", op))
+		}
+	}
+	return out
+}
+
+// function rewrites one function body: a fuel check at its entry and at
+// every loop header, and function indices mapped.
+func (m *meterer) function(body []byte) ([]byte, error) {
+	r := reader{b: body}
+	out := make([]byte, 0, len(body)+len(body)/8+16)
+	groups := r.u32()
+	out = appendU32(out, groups)
+	for range groups {
+		out = appendU32(out, r.u32())
+		t := r.byte()
+		if t == 0x63 || t == 0x64 { // typed references
+			return nil, fmt.Errorf("local of reference type %#x", t)
+		}
+		out = append(out, t)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	code := r.rest()
+	// The first pass finds where each loop ends, so that its check can
+	// charge for its size.
+	loopEnds, err := walk(code, nil)
+	if err != nil {
+		return nil, err
+	}
+	out = m.check(out, len(code))
+	_, err = walk(code, func(op, _ uint32, at, next int) {
+		switch {
+		case op == 0x10 || op == 0x12 || op == 0xD2: // call, return_call, ref.func
+			ir := reader{b: code[:next], off: at + 1}
+			idx := ir.u32()
+			out = appendU32(append(out, byte(op)), m.fn(idx))
+		case op == 0x03: // loop
+			out = append(out, code[at:next]...)
+			out = m.check(out, loopEnds[at]-next)
+		default:
+			out = append(out, code[at:next]...)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// check appends the fuel check guarding size bytes of code:
+//
+//	global.get fuel; i32.const cost; i32.sub; global.set fuel
+//	global.get fuel; i32.const 0; i32.le_s
+//	if; call tick; i32.const meterFuel; global.set fuel; end
+func (m *meterer) check(out []byte, size int) []byte {
+	cost := int32(1 + size/meterBytesPerUnit)
+	if cost > meterFuel {
+		cost = meterFuel
+	}
+	out = appendU32(append(out, 0x23), m.fuelGlobal)
+	out = appendS32(append(out, 0x41), cost)
+	out = append(out, 0x6B)
+	out = appendU32(append(out, 0x24), m.fuelGlobal)
+	out = appendU32(append(out, 0x23), m.fuelGlobal)
+	out = append(out, 0x41, 0, 0x4C, 0x04, 0x40)
+	out = appendU32(append(out, 0x10), m.importedFuncs)
+	out = appendS32(append(out, 0x41), meterFuel)
+	out = appendU32(append(out, 0x24), m.fuelGlobal)
+	return append(out, 0x0B)
+}
+
+// walk decodes every instruction of a function's code, calling visit (if
+// not nil) with each one's opcode, its sub-opcode for prefixed ones, where it
+// starts and where the next begins. It returns, for each loop instruction's
+// position, the position just past its matching end. Any opcode or
+// encoding it does not know is an error.
+func walk(code []byte, visit func(op, sub uint32, at, next int)) (map[int]int, error) {
+	r := reader{b: code}
+	loopEnds := map[int]int{}
+	// open holds the positions of the open blocks, -1 for those that are
+	// not loops; the function's body is the outermost.
+	open := []int{-1}
+	for r.more() && r.err == nil {
+		if len(open) == 0 {
+			r.fail(errors.New("code after the function's end"))
+			break
+		}
+		at := r.off
+		op := uint32(r.byte())
+		var sub uint32
+		switch {
+		case op == 0x02 || op == 0x04: // block, if
+			r.blockType()
+			open = append(open, -1)
+		case op == 0x03: // loop
+			r.blockType()
+			open = append(open, at)
+		case op == 0x0B: // end
+			if start := open[len(open)-1]; start >= 0 {
+				loopEnds[start] = r.off
+			}
+			open = open[:len(open)-1]
+		case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0F || op == 0x1A || op == 0x1B || op == 0xD1:
+		case op == 0x0C || op == 0x0D: // br, br_if
+			r.u32()
+		case op == 0x0E: // br_table
+			n := r.u32()
+			for i := uint32(0); i <= n && r.err == nil; i++ {
+				r.u32()
+			}
+		case op == 0x10 || op == 0x12 || op == 0xD2: // call, return_call, ref.func
+			r.u32()
+		case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+			r.u32()
+			r.u32()
+		case op == 0x1C: // select with types
+			n := r.u32()
+			r.bytes(n)
+		case op >= 0x20 && op <= 0x26: // local, global and table get/set/tee
+			r.u32()
+		case op >= 0x28 && op <= 0x3E: // loads and stores
+			r.memarg()
+		case op == 0x3F || op == 0x40: // memory.size, memory.grow
+			r.u32()
+		case op == 0x41:
+			r.leb(5)
+		case op == 0x42:
+			r.leb(10)
+		case op == 0x43:
+			r.bytes(4)
+		case op == 0x44:
+			r.bytes(8)
+		case op >= 0x45 && op <= 0xC4: // numeric
+		case op == 0xD0: // ref.null
+			if t := r.byte(); t != 0x70 && t != 0x6F {
+				r.fail(fmt.Errorf("ref.null of type %#x", t))
+			}
+		case op == 0xFC:
+			sub = r.u32()
+			switch {
+			case sub <= 7:
+			case sub == 8 || sub == 10 || sub == 12 || sub == 14: // memory.init, memory.copy, table.init, table.copy
+				r.u32()
+				r.u32()
+			case sub == 9 || sub == 11 || sub == 13 || (sub >= 15 && sub <= 17):
+				r.u32()
+			default:
+				r.fail(fmt.Errorf("opcode 0xfc %d", sub))
+			}
+		case op == 0xFD:
+			sub = r.u32()
+			switch {
+			case sub <= 11 || sub == 92 || sub == 93: // loads and stores
+				r.memarg()
+			case sub == 12 || sub == 13: // v128.const, i8x16.shuffle
+				r.bytes(16)
+			case sub >= 21 && sub <= 34: // lane access
+				r.byte()
+			case sub >= 84 && sub <= 91: // lane loads and stores
+				r.memarg()
+				r.byte()
+			case sub <= 0x113:
+			default:
+				r.fail(fmt.Errorf("opcode 0xfd %d", sub))
+			}
+		case op == 0xFE:
+			sub = r.u32()
+			switch {
+			case sub == 3: // atomic.fence
+				r.byte()
+			case sub <= 0x4E:
+				r.memarg()
+			default:
+				r.fail(fmt.Errorf("opcode 0xfe %d", sub))
+			}
+		default:
+			r.fail(fmt.Errorf("opcode %#x", op))
+		}
+		if r.err == nil && visit != nil {
+			visit(op, sub, at, r.off)
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(open) != 0 {
+		return nil, errors.New("function body does not end its blocks")
+	}
+	return loopEnds, nil
+}
+
+// reader decodes a module's bytes; the first error sticks, and every read
+// after it returns zero.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *reader) more() bool { return r.err == nil && r.off < len(r.b) }
+
+func (r *reader) end() error {
+	if r.err == nil && r.off != len(r.b) {
+		r.fail(fmt.Errorf("%d bytes left over", len(r.b)-r.off))
+	}
+	return r.err
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.off >= len(r.b) {
+		r.fail(errors.New("truncated"))
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+func (r *reader) bytes(n uint32) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if uint64(n) > uint64(len(r.b)-r.off) {
+		r.fail(errors.New("truncated"))
+		return nil
+	}
+	p := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return p
+}
+
+func (r *reader) skip(n uint32) { r.bytes(n) }
+
+func (r *reader) rest() []byte {
+	if r.err != nil {
+		return nil
+	}
+	p := r.b[r.off:]
+	r.off = len(r.b)
+	return p
+}
+
+// leb returns the bytes of a LEB128 number of at most max bytes.
+func (r *reader) leb(max int) []byte {
+	start := r.off
+	for i := 0; r.err == nil; i++ {
+		if i == max {
+			r.fail(errors.New("LEB128 number too long"))
+			return nil
+		}
+		if r.byte()&0x80 == 0 {
+			break
+		}
+	}
+	if r.err != nil {
+		return nil
+	}
+	return r.b[start:r.off]
+}
+
+func (r *reader) u32() uint32 {
+	p := r.leb(5)
+	var v uint64
+	for i, c := range p {
+		v |= uint64(c&0x7F) << (7 * i)
+	}
+	if v > 1<<32-1 {
+		r.fail(errors.New("u32 out of range"))
+		return 0
+	}
+	return uint32(v)
+}
+
+func (r *reader) name() string { return string(r.bytes(r.u32())) }
+
+func (r *reader) limits() {
+	flags := r.byte()
+	r.u32()
+	if flags&1 != 0 {
+		r.u32()
+	}
+	if flags > 7 {
+		r.fail(fmt.Errorf("limits flags %d", flags))
+	}
+}
+
+// blockType skips a block type: empty (0x40), a value type, or a type index
+// as a signed LEB128.
+func (r *reader) blockType() {
+	if !r.more() {
+		r.fail(errors.New("truncated"))
+		return
+	}
+	switch c := r.b[r.off]; c {
+	case 0x40, 0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F:
+		r.off++
+	default:
+		if c&0xC0 == 0x40 { // a negative one-byte number: no value type we know
+			r.fail(fmt.Errorf("block type %#x", c))
+			return
+		}
+		r.leb(5)
+	}
+}
+
+// memarg skips a memory argument: alignment (with bit 6 set, a memory index
+// follows) and offset.
+func (r *reader) memarg() {
+	align := r.u32()
+	if align&0x40 != 0 {
+		r.u32()
+	}
+	r.leb(10)
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7F)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func appendName(b []byte, s string) []byte {
+	return append(appendU32(b, uint32(len(s))), s...)
+}
+
+func appendRaw(b, p []byte) []byte { return append(b, p...) }

@@ -1,0 +1,255 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Every module the tests build is metered, not left to the slower
+// close-on-context-done, and so the other tests run metered modules.
+func TestTestModulesAreMetered(t *testing.T) {
+	for name := range testModules {
+		t.Run(name, func(t *testing.T) {
+			path, _ := module(t, name)
+			code, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := meter(code); err != nil {
+				t.Fatalf("meter: %v", err)
+			}
+			if name == "badabi" {
+				return // the host refuses it for its version
+			}
+			if h := open(t, name, nil); !h.s.metered {
+				t.Error("the scorer runs the module unmetered")
+			}
+		})
+	}
+}
+
+// Hand-assembled modules, built with a few helpers that write the binary
+// format.
+
+func leb(v uint32) []byte { return appendU32(nil, v) }
+
+func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+func vec(items ...[]byte) []byte { return cat(leb(uint32(len(items))), cat(items...)) }
+
+func sec(id byte, body []byte) []byte { return cat([]byte{id}, leb(uint32(len(body))), body) }
+
+func name(s string) []byte { return cat(leb(uint32(len(s))), []byte(s)) }
+
+// body is a function body without locals.
+func body(code ...[]byte) []byte {
+	b := cat(leb(0), cat(code...), []byte{0x0B})
+	return cat(leb(uint32(len(b))), b)
+}
+
+func call(i uint32) []byte { return cat([]byte{0x10}, leb(i)) }
+
+const chainDepth = 40 // 2^40 calls: hours, without a single loop
+
+// pathological is a module whose exports each run for ever, or as good as,
+// and some that check that the rewrite kept every function index right:
+//
+//	import env.f                      function 0
+//	spin:   loop br 0                 function 1
+//	chain0…chain39: call the next twice, no loop at all   functions 2…41
+//	big:    a loop around that many additions                function 42
+//	seven:  i32.const 7                                   function 43
+//	answer: call env.f; call_indirect table[0] (seven); add the global's
+//	        call_indirect through ref.func seven          function 44
+//	start:  call env.f                                    function 45
+func pathological(additions int) []byte {
+	const (
+		fSpin   = 1
+		fChain  = 2
+		fBig    = fChain + chainDepth
+		fSeven  = fBig + 1
+		fAnswer = fSeven + 1
+		fStart  = fAnswer + 1
+	)
+	types := vec([]byte{0x60, 0, 0}, []byte{0x60, 0, 1, 0x7F})
+	imports := vec(cat(name("env"), name("f"), []byte{0}, leb(0)))
+	var funcs [][]byte
+	var bodies [][]byte
+	add := func(typ uint32, b []byte) {
+		funcs = append(funcs, leb(typ))
+		bodies = append(bodies, b)
+	}
+	add(0, body([]byte{0x03, 0x40, 0x0C, 0x00, 0x0B})) // spin
+	for i := range chainDepth {
+		if i == chainDepth-1 {
+			add(0, body())
+			continue
+		}
+		next := uint32(fChain + i + 1)
+		add(0, body(call(next), call(next)))
+	}
+	var sum [][]byte
+	for range additions {
+		sum = append(sum, []byte{0x20, 0, 0x41, 1, 0x6A, 0x21, 0}) // local.get 0; i32.const 1; i32.add; local.set 0
+	}
+	bigCode := cat([]byte{0x03, 0x40}, cat(sum...), []byte{0x0C, 0x00, 0x0B})
+	bigBody := cat(vec(cat(leb(1), []byte{0x7F})), bigCode, []byte{0x0B})
+	add(0, cat(leb(uint32(len(bigBody))), bigBody))
+	add(1, body([]byte{0x41, 7}))
+	add(1, body(call(0),
+		[]byte{0x41, 0, 0x11, 1, 0},       // i32.const 0; call_indirect type 1 table 0
+		[]byte{0x41, 0, 0x25, 1},          // i32.const 0; table.get 1 (filled below)
+		[]byte{0x1A},                      // drop
+		[]byte{0x23, 0, 0x1A},             // global.get 0; drop
+		[]byte{0x41, 0, 0x11, 1, 0, 0x6A}, // again, and add: 14
+	))
+	add(0, body(call(0)))
+	tables := vec([]byte{0x70, 0, 1}, []byte{0x70, 0, 1})
+	globals := vec(cat([]byte{0x70, 0}, []byte{0xD2}, leb(fSeven), []byte{0x0B}))
+	exports := vec(
+		cat(name("spin"), []byte{0}, leb(fSpin)),
+		cat(name("chain"), []byte{0}, leb(fChain)),
+		cat(name("big"), []byte{0}, leb(fBig)),
+		cat(name("answer"), []byte{0}, leb(fAnswer)),
+	)
+	elems := vec(
+		cat(leb(0), []byte{0x41, 0, 0x0B}, vec(leb(fSeven))),                                                        // table 0, by index
+		cat(leb(6), leb(1), []byte{0x41, 0, 0x0B}, []byte{0x70}, vec(cat([]byte{0xD2}, leb(fSeven), []byte{0x0B}))), // table 1, by expression
+	)
+	return cat([]byte("\x00asm\x01\x00\x00\x00"),
+		sec(secType, types), sec(secImport, imports), sec(secFunction, vec(funcs...)),
+		sec(secTable, tables), sec(secGlobal, globals), sec(secExport, exports),
+		sec(secStart, leb(fStart)), sec(secElement, elems), sec(secCode, vec(bodies...)),
+		sec(secCustom, cat(name("name"), []byte{1, 2, 3})))
+}
+
+// meteredRuntime instantiates code, metered, in a runtime without
+// close-on-context-done, with a tick like the scorer's.
+func meteredRuntime(t *testing.T, code []byte, envCalls *atomic.Int64) api.Module {
+	t.Helper()
+	metered, err := meter(code)
+	if err != nil {
+		t.Fatalf("meter: %v", err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
+	t.Cleanup(func() { rt.Close(ctx) })
+	tick := func(ctx context.Context) {
+		if ctx.Err() != nil {
+			panic(errors.New("stopped"))
+		}
+	}
+	if _, err := rt.NewHostModuleBuilder(tickModule).NewFunctionBuilder().WithFunc(tick).Export(tickName).Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.NewHostModuleBuilder("env").NewFunctionBuilder().WithFunc(func() { envCalls.Add(1) }).Export("f").Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.InstantiateWithConfig(ctx, metered, wazero.NewModuleConfig())
+	if err != nil {
+		t.Fatalf("instantiate the metered module: %v", err)
+	}
+	return mod
+}
+
+// A metered guest stops within its deadline however it avoids loops, and
+// the rewrite keeps calls, tables, globals and the start function right.
+func TestMeterStopsRunawayGuests(t *testing.T) {
+	var envCalls atomic.Int64
+	mod := meteredRuntime(t, pathological(20000), &envCalls)
+	if envCalls.Load() != 1 {
+		t.Errorf("start function called env.f %d times, want 1", envCalls.Load())
+	}
+	res, err := mod.ExportedFunction("answer").Call(context.Background())
+	if err != nil || res[0] != 14 || envCalls.Load() != 2 {
+		t.Fatalf("answer = %v, %v, env.f calls %d; want 14, nil, 2", res, err, envCalls.Load())
+	}
+	for _, export := range []string{"spin", "chain", "big"} {
+		t.Run(export, func(t *testing.T) {
+			const timeout = 100 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			start := time.Now()
+			_, err := mod.ExportedFunction(export).Call(ctx)
+			if err == nil || !strings.Contains(err.Error(), "stopped") {
+				t.Fatalf("error %v, want the tick's", err)
+			}
+			// Generous for a loaded machine; unmetered, these run for hours.
+			if d := time.Since(start); d > 20*timeout {
+				t.Errorf("stopped after %v, deadline %v", d, timeout)
+			}
+		})
+	}
+}
+
+// The rewrite refuses what it does not understand, with an error and
+// without a panic.
+func TestMeterRefuses(t *testing.T) {
+	head := []byte("\x00asm\x01\x00\x00\x00")
+	fn := func(code ...byte) []byte {
+		return cat(head, sec(secType, vec([]byte{0x60, 0, 0})), sec(secFunction, vec(leb(0))), sec(secCode, vec(body(code))))
+	}
+	cases := []struct {
+		name string
+		code []byte
+		want string
+	}{
+		{"not wasm", []byte("not wasm"), "not a version 1"},
+		{"section past the end", cat(head, []byte{secType, 50, 0}), "truncated"},
+		{"unknown section", cat(head, sec(99, nil)), "unknown section 99"},
+		{"unknown opcode", fn(0x06, 0x40), "opcode 0x6"},
+		{"unknown prefixed opcode", fn(0xFC, 99), "opcode 0xfc 99"},
+		{"block not ended", fn(0x02, 0x40), "does not end"},
+		{"overlong LEB128", fn(0x41, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00), "too long"},
+		{"typed reference local", cat(head, sec(secType, vec([]byte{0x60, 0, 0})), sec(secFunction, vec(leb(0))),
+			sec(secCode, vec(cat(leb(5), []byte{1, 1, 0x63, 0x70, 0x0B})))), "reference type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := meter(tc.code)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A corrupted module, truncated or with bytes changed, is metered or
+// refused, never a panic (FuzzMeter explores further).
+func TestMeterSurvivesCorruption(t *testing.T) {
+	good := pathological(3)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		b := bytes.Clone(good)
+		if i%3 == 0 {
+			b = b[:rng.IntN(len(b))]
+		} else {
+			for range 1 + rng.IntN(4) {
+				b[8+rng.IntN(len(b)-8)] = byte(rng.Uint32())
+			}
+		}
+		_, _ = meter(b)
+	}
+}
+
+// Whatever the bytes, meter returns a module or an error, never a panic.
+func FuzzMeter(f *testing.F) {
+	f.Add(pathological(3))
+	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, code []byte) {
+		out, err := meter(code)
+		if err == nil && !bytes.HasPrefix(out, []byte("\x00asm")) {
+			t.Fatalf("output %q", out[:min(8, len(out))])
+		}
+	})
+}
