@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/hayloft/hayloft/sdk/wasm"
 )
@@ -54,34 +55,40 @@ func score(in wasm.Input) (wasm.Output, error) {
 	if len(refs) == 0 {
 		refs = in.Sample.Targets
 	}
-	predicted := map[string]bool{}
-	for _, w := range words(in.Prediction) {
-		predicted[w] = true
-	}
-	best := wasm.Output{Invalid: true, Details: map[string]any{"reason": "no reference has content words"}}
+	predicted := newWordSet(words(in.Prediction))
+	var best wasm.Output
 	bestRatio := -1.0
 	for i, ref := range refs {
 		content := contentWords(ref, stop, opts.MinLength)
 		if len(content) == 0 {
 			continue
 		}
-		found, missing := []string{}, []string{}
+		// One backing array: found from the front, missing from the back.
+		split := make([]string, len(content))
+		nf, nm := 0, len(content)
 		for _, w := range content {
-			if predicted[w] {
-				found = append(found, w)
+			if predicted.has(w) {
+				split[nf] = w
+				nf++
 			} else {
-				missing = append(missing, w)
+				nm--
+				split[nm] = w
 			}
 		}
-		ratio := float64(len(found)) / float64(len(content))
+		missing := split[nf:]
+		slices.Reverse(missing) // back in reference order
+		ratio := float64(nf) / float64(len(content))
 		if ratio > bestRatio {
 			bestRatio = ratio
 			best = wasm.Output{
 				Value:   ratio,
-				Details: map[string]any{"reference": i, "found": found, "missing": missing},
-				Stats:   []float64{float64(len(found)), float64(len(content))},
+				Details: map[string]any{"reference": i, "found": split[:nf:nf], "missing": missing},
+				Stats:   []float64{float64(nf), float64(len(content))},
 			}
 		}
+	}
+	if bestRatio < 0 {
+		return wasm.Output{Invalid: true, Details: map[string]any{"reason": "no reference has content words"}}, nil
 	}
 	return best, nil
 }
@@ -150,43 +157,140 @@ func bootstrap(counts [][2]float64, value float64) (low, high float64) {
 
 // words lowercases text and splits it into words: runs of letters and
 // digits, except that each Han character is a word of its own, since Chinese
-// is written without spaces.
+// is written without spaces. The words share the memory of one lowercased
+// copy of text: as WebAssembly, each allocation and function call costs far
+// more than natively, so the common ASCII case is handled inline.
 func words(text string) []string {
-	var out []string
-	var cur strings.Builder
-	flush := func() {
-		if cur.Len() > 0 {
-			out = append(out, cur.String())
-			cur.Reset()
-		}
+	if text == "" {
+		return nil
 	}
-	for _, r := range strings.ToLower(text) {
+	lower := toLower(text)
+	out := make([]string, 0, len(lower)/6+1) // a guess that spares most regrowth
+	start := -1 // start of the current word, -1 between words
+	for i := 0; i < len(lower); {
+		c := lower[i]
+		if c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' || '0' <= c && c <= '9' {
+				if start < 0 {
+					start = i
+				}
+			} else if start >= 0 {
+				out = append(out, lower[start:i])
+				start = -1
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(lower[i:])
 		switch {
-		case unicode.Is(unicode.Han, r):
-			flush()
-			out = append(out, string(r))
+		case isHan(r):
+			if start >= 0 {
+				out = append(out, lower[start:i])
+				start = -1
+			}
+			out = append(out, lower[i:i+n])
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			cur.WriteRune(r)
+			if start < 0 {
+				start = i
+			}
 		default:
-			flush()
+			if start >= 0 {
+				out = append(out, lower[start:i])
+				start = -1
+			}
+		}
+		i += n
+	}
+	if start >= 0 {
+		out = append(out, lower[start:])
+	}
+	return out
+}
+
+// toLower is strings.ToLower with a fast path for ASCII text.
+func toLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.ToLower(s)
 		}
 	}
-	flush()
-	return out
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// isHan reports whether r is a Han character; no Han character lies below
+// U+2E80, which spares ASCII and Latin text the table search.
+func isHan(r rune) bool {
+	return r >= 0x2E80 && unicode.Is(unicode.Han, r)
 }
 
 // contentWords returns the distinct words of text that are neither stopwords
 // nor shorter than minLength runes, in order of first appearance.
 func contentWords(text string, stop map[string]bool, minLength int) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, w := range words(text) {
-		short := len([]rune(w)) < minLength && !unicode.Is(unicode.Han, []rune(w)[0])
-		if stop[w] || short || seen[w] {
+	ws := words(text)
+	seen := wordSet{list: make([]string, 0, len(ws))}
+	for _, w := range ws {
+		first, _ := utf8.DecodeRuneInString(w)
+		short := utf8.RuneCountInString(w) < minLength && !isHan(first)
+		if short || stop[w] {
 			continue
 		}
-		seen[w] = true
-		out = append(out, w)
+		seen.add(w)
 	}
-	return out
+	return seen.list
+}
+
+// wordSet is a set of words that keeps their order. While small it is
+// searched by a scan, which costs less than hashing as WebAssembly; past
+// smallSet words a map indexes it.
+type wordSet struct {
+	list  []string
+	index map[string]bool
+}
+
+const smallSet = 32
+
+// newWordSet returns the set of words, which may repeat: they are only
+// looked up, so repeats cost a scan nothing but time.
+func newWordSet(words []string) *wordSet {
+	s := &wordSet{list: words}
+	if len(words) > smallSet {
+		s.index = make(map[string]bool, len(words))
+		for _, w := range words {
+			s.index[w] = true
+		}
+	}
+	return s
+}
+
+// add adds w unless the set holds it.
+func (s *wordSet) add(w string) {
+	if s.has(w) {
+		return
+	}
+	s.list = append(s.list, w)
+	switch {
+	case s.index != nil:
+		s.index[w] = true
+	case len(s.list) > smallSet:
+		s.index = make(map[string]bool, 2*len(s.list))
+		for _, v := range s.list {
+			s.index[v] = true
+		}
+	}
+}
+
+func (s *wordSet) has(w string) bool {
+	if s.index != nil {
+		return s.index[w]
+	}
+	return slices.Contains(s.list, w)
 }

@@ -144,12 +144,12 @@ func meteredRuntime(t *testing.T, code []byte, envCalls *atomic.Int64) api.Modul
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
 	t.Cleanup(func() { rt.Close(ctx) })
-	tick := func(ctx context.Context) {
+	tick := func(ctx context.Context, _ []uint64) {
 		if ctx.Err() != nil {
 			panic(errors.New("stopped"))
 		}
 	}
-	if _, err := rt.NewHostModuleBuilder(tickModule).NewFunctionBuilder().WithFunc(tick).Export(tickName).Instantiate(ctx); err != nil {
+	if _, err := rt.NewHostModuleBuilder(tickModule).NewFunctionBuilder().WithGoFunction(api.GoFunc(tick), nil, nil).Export(tickName).Instantiate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rt.NewHostModuleBuilder("env").NewFunctionBuilder().WithFunc(func() { envCalls.Add(1) }).Export("f").Instantiate(ctx); err != nil {

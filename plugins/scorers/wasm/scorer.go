@@ -140,7 +140,7 @@ func newScorer(ctx context.Context, cfg *config) (_ *scorer, err error) {
 	}
 	_, err = s.rt.NewHostModuleBuilder("hayloft").
 		NewFunctionBuilder().WithFunc(s.hostLog).Export("log").
-		NewFunctionBuilder().WithFunc(s.tick).Export(tickName).
+		NewFunctionBuilder().WithGoFunction(api.GoFunc(s.tick), nil, nil).Export(tickName).
 		Instantiate(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: host module: %w", name, err)
@@ -284,7 +284,7 @@ func (s *scorer) hostLog(_ context.Context, m api.Module, ptr, n uint32) {
 // the call once the call's context is done or the scorer is closing. A
 // panic is how a host function aborts a guest call in wazero; the call
 // returns it as an error, which classify names from the contexts.
-func (s *scorer) tick(ctx context.Context) {
+func (s *scorer) tick(ctx context.Context, _ []uint64) {
 	if ctx.Err() != nil {
 		panic(fmt.Errorf("guest stopped: %w", context.Cause(ctx)))
 	}
