@@ -166,7 +166,7 @@ func words(text string) []string {
 	}
 	lower := toLower(text)
 	out := make([]string, 0, len(lower)/6+1) // a guess that spares most regrowth
-	start := -1 // start of the current word, -1 between words
+	start := -1                              // start of the current word, -1 between words
 	for i := 0; i < len(lower); {
 		c := lower[i]
 		if c < utf8.RuneSelf {
