@@ -165,8 +165,9 @@ func words(text string) []string {
 		return nil
 	}
 	lower := toLower(text)
-	out := make([]string, 0, len(lower)/6+1) // a guess that spares most regrowth
-	start := -1                              // start of the current word, -1 between words
+	// A guess at the number of words that spares most regrowth.
+	out := make([]string, 0, len(lower)/6+1)
+	start := -1 // start of the current word, -1 between words
 	for i := 0; i < len(lower); {
 		c := lower[i]
 		if c < utf8.RuneSelf {
