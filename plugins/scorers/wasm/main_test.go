@@ -29,6 +29,8 @@ var testModules = map[string]string{
 	"hostile":  "./testdata/hostile",
 	"sleeper":  "./testdata/sleeper",
 	"badabi":   "./testdata/badabi",
+	"jsonabi":  "./testdata/jsonabi",
+	"badwire":  "./testdata/badwire",
 	"coverage": "../../../examples/wasm-scorer",
 }
 
