@@ -44,22 +44,6 @@ func score(ptr, n uint32) uint64 {
 	return guest.Return(out)
 }
 
-//go:wasmexport score_batch
-func scoreBatch(ptr, n uint32) uint64 {
-	raw, ok := guest.Bytes(ptr, n)
-	if !ok {
-		return guest.Return(nil) // no batch at all: the host refuses it
-	}
-	items, err := wire.SplitBatch(bytes.Clone(raw), -1)
-	if err != nil {
-		return guest.Return(nil)
-	}
-	out, _ = wire.AppendBatch(out[:0], len(items), func(b []byte, i int) ([]byte, error) {
-		return scoreOne(b, items[i]), nil
-	})
-	return guest.Return(out)
-}
-
 // scoreOne decodes one input, which it may keep (its strings share raw's
 // memory), scores it and appends the output to b.
 func scoreOne(b, raw []byte) []byte {

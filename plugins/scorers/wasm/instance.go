@@ -33,9 +33,6 @@ const (
 	exportFree      = "free"
 	exportScore     = "score"
 	exportAggregate = "aggregate"
-	// exportScoreBatch is version 2's optional batch entry point: many
-	// inputs in one call (wire.AppendBatch), their outputs in one result.
-	exportScoreBatch = "score_batch"
 )
 
 // minInputBuffer is the smallest input buffer a version 2 instance is given,
@@ -48,9 +45,9 @@ const stderrFirstLines = 8
 
 // instance is one instantiated module. It is used by one call at a time.
 type instance struct {
-	mod                             api.Module
-	malloc, free, score, agg, batch api.Function
-	stdout, stderr                  *outputWriter
+	mod                      api.Module
+	malloc, free, score, agg api.Function
+	stdout, stderr           *outputWriter
 	// buf and bufCap are a version 2 instance's input buffer, allocated
 	// by its malloc and reused from call to call, grown when an input
 	// needs more.
@@ -99,7 +96,6 @@ func (s *scorer) instantiate(ctx context.Context) (*instance, error) {
 		free:   mod.ExportedFunction(exportFree),
 		score:  mod.ExportedFunction(exportScore),
 		agg:    mod.ExportedFunction(exportAggregate),
-		batch:  mod.ExportedFunction(exportScoreBatch),
 		stdout: stdout,
 		stderr: stderr,
 	}, nil

@@ -3,7 +3,7 @@
 // memory, time per call and input and output size. The ABI a module
 // implements is documented in sdk/wasm/README.md; sdk/wasm helps write one in
 // Go. Both ABI versions are spoken: 1 (JSON) and 2 (sdk/wasm/wire's binary
-// fields, one guest call per sample, and an optional batch export).
+// fields, one guest call per sample).
 //
 // Instances are pooled and reused from call to call (fresh_instance = true
 // gives each call its own). A module that breaks a limit or traps costs
@@ -199,7 +199,6 @@ func checkExports(m wazero.CompiledModule) error {
 		{exportFree, []api.ValueType{i32}, nil, false},
 		{exportScore, []api.ValueType{i32, i32}, []api.ValueType{i64}, false},
 		{exportAggregate, []api.ValueType{i32, i32}, []api.ValueType{i64}, true},
-		{exportScoreBatch, []api.ValueType{i32, i32}, []api.ValueType{i64}, true},
 	}
 	exports := m.ExportedFunctions()
 	if len(m.ExportedMemories()) == 0 {
@@ -230,9 +229,6 @@ func checkVersion(ctx context.Context, in *instance) (int32, error) {
 	v := int32(res[0])
 	if v < 1 || v > abi.ABIVersion {
 		return 0, fmt.Errorf("ABI version %d is not supported (this host speaks versions 1 and %d)", v, abi.ABIVersion)
-	}
-	if v == 1 && in.batch != nil {
-		return 0, fmt.Errorf("exports %s, which ABI version 1 does not have", exportScoreBatch)
 	}
 	return v, nil
 }
@@ -351,11 +347,8 @@ func (s *scorer) run(ctx context.Context, export string, input []byte) ([]byte, 
 		return nil, err
 	}
 	fn := in.score
-	switch export {
-	case exportAggregate:
+	if export == exportAggregate {
 		fn = in.agg
-	case exportScoreBatch:
-		fn = in.batch
 	}
 	out, err := s.call(ctx, in, fn, input)
 	switch {

@@ -269,45 +269,6 @@ func DecodeOutput(b []byte) (Output, error) {
 	return o, nil
 }
 
-// AppendBatch appends a batch, a u32 count and then each item as a u32
-// length and its bytes, whose items item(b, i) appends.
-func AppendBatch(b []byte, n int, item func(b []byte, i int) ([]byte, error)) ([]byte, error) {
-	b = appendU32(b, n)
-	for i := range n {
-		mark := len(b)
-		b = appendU32(b, 0)
-		var err error
-		if b, err = item(b, i); err != nil {
-			return nil, fmt.Errorf("item %d: %w", i, err)
-		}
-		binary.LittleEndian.PutUint32(b[mark:], uint32(len(b)-mark-4))
-	}
-	return b, nil
-}
-
-// SplitBatch returns the items of a batch, which share b's memory. want is
-// the number of items expected, or -1 for any.
-func SplitBatch(b []byte, want int) ([][]byte, error) {
-	d := decoder{b: b}
-	n, err := d.count(4)
-	if err != nil {
-		return nil, fmt.Errorf("batch count: %w", err)
-	}
-	if want >= 0 && n != want {
-		return nil, fmt.Errorf("batch of %d items, want %d", n, want)
-	}
-	items := make([][]byte, n)
-	for i := range items {
-		if items[i], err = d.bytes(); err != nil {
-			return nil, fmt.Errorf("batch item %d: %w", i, err)
-		}
-	}
-	if d.more() {
-		return nil, fmt.Errorf("%d bytes after the last batch item", len(d.b)-d.off)
-	}
-	return items, nil
-}
-
 // AppendValue appends a value. Go's common JSON shapes get tags of their
 // own; anything else is encoded by encoding/json under TagJSON, so any value
 // that JSON encodes is accepted, and decodes as JSON would decode it.

@@ -184,38 +184,6 @@ func TestUnknownFieldsAreSkipped(t *testing.T) {
 	}
 }
 
-func TestBatch(t *testing.T) {
-	items := [][]byte{[]byte("one"), nil, []byte("three")}
-	b, err := AppendBatch(nil, len(items), func(b []byte, i int) ([]byte, error) { return append(b, items[i]...), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := SplitBatch(b, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range items {
-		if !bytes.Equal(got[i], items[i]) {
-			t.Errorf("item %d: %q, want %q", i, got[i], items[i])
-		}
-	}
-	for _, tc := range []struct {
-		name string
-		b    []byte
-		want int
-		err  string
-	}{
-		{"wrong count", b, 2, "want 2"},
-		{"trailing bytes", append(b, 0), 3, "after the last"},
-		{"item past the end", le(1, 100, "x"), 1, "exceeds"},
-		{"count past the end", le(1 << 30), -1, "exceeds"},
-	} {
-		if _, err := SplitBatch(tc.b, tc.want); err == nil || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
-		}
-	}
-}
-
 // Whatever the bytes, decoding returns or errs; it never panics, and what
 // it returns encodes again to an output that decodes the same.
 func FuzzDecodeOutput(f *testing.F) {
