@@ -14,10 +14,11 @@ import (
 	"github.com/hayloft/hayloft/sdk/wasm/wire"
 )
 
-// Why the scorer sets WithCloseOnContextDone: without it a looping guest
-// ignores its context, and the calling goroutine spins for ever. The test
-// proves it by leaving a goroutine burning a core until the process exits,
-// so it runs only when asked: HAYLOFT_WASM_HANG_TEST=1.
+// Why the scorer meters a module, or else sets WithCloseOnContextDone:
+// without either a looping guest ignores its context, and the calling
+// goroutine spins for ever. The test proves it by leaving a goroutine
+// burning a core until the process exits, so it runs only when asked:
+// HAYLOFT_WASM_HANG_TEST=1.
 func TestRunawayGuestHangsWithoutCloseOnContextDone(t *testing.T) {
 	if os.Getenv("HAYLOFT_WASM_HANG_TEST") == "" {
 		t.Skip("leaves a spinning goroutine behind; set HAYLOFT_WASM_HANG_TEST=1 to run")
