@@ -215,16 +215,15 @@ func toLower(s string) string {
 			return strings.ToLower(s)
 		}
 	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	// In place in a copy: a call per byte (strings.Builder.WriteByte, as
+	// strings.ToLower does) costs more than the copy.
+	b := []byte(s)
+	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+			b[i] = c + 'a' - 'A'
 		}
-		b.WriteByte(c)
 	}
-	return b.String()
+	return string(b)
 }
 
 // isHan reports whether r is a Han character; no Han character lies below
