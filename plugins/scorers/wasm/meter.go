@@ -73,6 +73,16 @@ func meter(code []byte) ([]byte, error) {
 				return nil, fmt.Errorf("global section: %w", err)
 			}
 		}
+		if secs[i].id == secFunction {
+			if err := m.readFunctions(secs[i].body); err != nil {
+				return nil, fmt.Errorf("function section: %w", err)
+			}
+		}
+		if secs[i].id == secMemory {
+			if err := checkMemories(secs[i].body); err != nil {
+				return nil, fmt.Errorf("memory section: %w", err)
+			}
+		}
 	}
 	out := append([]byte(nil), code[:8]...)
 	for _, s := range secs {
@@ -152,12 +162,56 @@ type meterer struct {
 	importedFuncs uint32 // the tick import's index; defined functions shift past it
 	fuelGlobal    uint32 // the new global's index
 	importedGlobs uint32
+	params        []uint32 // parameter count of each type
+	funcTypes     []uint32 // type of each defined function
+	defined       int      // defined functions rewritten so far
 }
 
 func (m *meterer) countTypes(b []byte) error {
 	r := reader{b: b}
 	m.types = r.u32()
-	return r.err
+	for range m.types {
+		if form := r.byte(); form != 0x60 {
+			r.fail(fmt.Errorf("type form %#x", form))
+		}
+		params := r.u32()
+		for range params {
+			r.valType()
+		}
+		for range r.u32() {
+			r.valType()
+		}
+		m.params = append(m.params, params)
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return r.end()
+}
+
+func (m *meterer) readFunctions(b []byte) error {
+	r := reader{b: b}
+	for range r.u32() {
+		t := r.u32()
+		if r.err == nil && t >= uint32(len(m.params)) {
+			return fmt.Errorf("type index %d out of range", t)
+		}
+		m.funcTypes = append(m.funcTypes, t)
+	}
+	return r.end()
+}
+
+// checkMemories refuses 64-bit memories, whose bulk operations take i64
+// sizes that the charge for them does not read.
+func checkMemories(b []byte) error {
+	r := reader{b: b}
+	for range r.u32() {
+		if r.more() && r.b[r.off]&4 != 0 {
+			return errors.New("64-bit memory")
+		}
+		r.limits()
+	}
+	return r.end()
 }
 
 func (m *meterer) countImports(b []byte) error {
@@ -244,7 +298,7 @@ func (m *meterer) rewrite(s section) ([]byte, error) {
 			out = append(out, r.byte(), r.byte()) // value type, mutability
 			out = m.constExpr(&r, out)
 		}
-		out = append(out, 0x7F, 1, 0x41) // mutable i32 = meterFuel
+		out = append(out, 0x7E, 1, 0x42) // mutable i64 = meterFuel
 		out = appendS32(out, meterFuel)
 		out = append(out, 0x0B)
 	case secExport:
@@ -277,8 +331,9 @@ func (m *meterer) rewrite(s section) ([]byte, error) {
 			}
 			fb, err := m.function(body)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("function %d: %w", m.defined, err)
 			}
+			m.defined++
 			out = appendU32(out, uint32(len(fb)))
 			out = append(out, fb...)
 		}
@@ -340,7 +395,11 @@ func (m *meterer) constExpr(r *reader, out []byte) []byte {
 		case 0x44:
 			out = appendRaw(out, r.bytes(8))
 		case 0x23: // global.get
-			out = appendU32(out, r.u32())
+			g := r.u32()
+			if r.err == nil && g >= m.fuelGlobal {
+				r.fail(fmt.Errorf("global index %d out of range", g))
+			}
+			out = appendU32(out, g)
 		case 0xD0: // ref.null
 			out = append(out, r.byte())
 		case 0xD2: // ref.func
@@ -361,32 +420,47 @@ func (m *meterer) constExpr(r *reader, out []byte) []byte {
 }
 
 // function rewrites one function body: a fuel check at its entry and at
-// every loop header, and function indices mapped.
+// every loop header, a charge before every bulk memory or table operation
+// in proportion to its size, and function indices mapped.
 func (m *meterer) function(body []byte) ([]byte, error) {
+	if m.defined >= len(m.funcTypes) {
+		return nil, errors.New("more bodies than functions")
+	}
 	r := reader{b: body}
-	out := make([]byte, 0, len(body)+len(body)/8+16)
 	groups := r.u32()
-	out = appendU32(out, groups)
+	locals := uint64(m.params[m.funcTypes[m.defined]])
+	var decls []byte
 	for range groups {
-		out = appendU32(out, r.u32())
-		t := r.byte()
-		if t == 0x63 || t == 0x64 { // typed references
-			return nil, fmt.Errorf("local of reference type %#x", t)
-		}
-		out = append(out, t)
+		n := r.u32()
+		locals += uint64(n)
+		decls = appendU32(decls, n)
+		decls = append(decls, r.valType())
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
+	if locals >= 50_000 { // wazero's own limit is lower still
+		return nil, fmt.Errorf("%d locals", locals)
+	}
 	code := r.rest()
 	// The first pass finds where each loop ends, so that its check can
-	// charge for its size.
-	loopEnds, err := walk(code, nil)
+	// charge for its size, and whether a scratch local is needed.
+	info, err := m.walk(code, nil)
 	if err != nil {
 		return nil, err
 	}
+	out := make([]byte, 0, len(body)+len(body)/8+32)
+	scratch := uint32(locals)
+	if info.bulk {
+		out = appendU32(out, groups+1)
+		out = append(out, decls...)
+		out = append(out, 1, 0x7F) // one i32: the size of a bulk operation
+	} else {
+		out = appendU32(out, groups)
+		out = append(out, decls...)
+	}
 	out = m.check(out, len(code))
-	_, err = walk(code, func(op, _ uint32, at, next int) {
+	_, err = m.walk(code, func(op, sub uint32, at, next int) {
 		switch {
 		case op == 0x10 || op == 0x12 || op == 0xD2: // call, return_call, ref.func
 			ir := reader{b: code[:next], off: at + 1}
@@ -394,7 +468,10 @@ func (m *meterer) function(body []byte) ([]byte, error) {
 			out = appendU32(append(out, byte(op)), m.fn(idx))
 		case op == 0x03: // loop
 			out = append(out, code[at:next]...)
-			out = m.check(out, loopEnds[at]-next)
+			out = m.check(out, info.loopEnds[at]-next)
+		case op == 0xFC && isBulk(sub):
+			out = m.charge(out, scratch)
+			out = append(out, code[at:next]...)
 		default:
 			out = append(out, code[at:next]...)
 		}
@@ -405,36 +482,70 @@ func (m *meterer) function(body []byte) ([]byte, error) {
 	return out, nil
 }
 
+// isBulk reports the 0xfc operations whose work grows with the size on top
+// of the stack: memory.init, memory.copy, memory.fill, table.init,
+// table.copy, table.fill.
+func isBulk(sub uint32) bool {
+	return sub == 8 || sub == 10 || sub == 11 || sub == 12 || sub == 14 || sub == 17
+}
+
 // check appends the fuel check guarding size bytes of code:
 //
-//	global.get fuel; i32.const cost; i32.sub; global.set fuel
-//	global.get fuel; i32.const 0; i32.le_s
-//	if; call tick; i32.const meterFuel; global.set fuel; end
+//	global.get fuel; i64.const cost; i64.sub; global.set fuel
+//	global.get fuel; i64.const 0; i64.le_s
+//	if; call tick; i64.const meterFuel; global.set fuel; end
 func (m *meterer) check(out []byte, size int) []byte {
 	cost := int32(1 + size/meterBytesPerUnit)
 	if cost > meterFuel {
 		cost = meterFuel
 	}
 	out = appendU32(append(out, 0x23), m.fuelGlobal)
-	out = appendS32(append(out, 0x41), cost)
-	out = append(out, 0x6B)
+	out = appendS32(append(out, 0x42), cost)
+	out = append(out, 0x7D)
 	out = appendU32(append(out, 0x24), m.fuelGlobal)
 	out = appendU32(append(out, 0x23), m.fuelGlobal)
-	out = append(out, 0x41, 0, 0x4C, 0x04, 0x40)
+	out = append(out, 0x42, 0, 0x57, 0x04, 0x40)
 	out = appendU32(append(out, 0x10), m.importedFuncs)
-	out = appendS32(append(out, 0x41), meterFuel)
+	out = appendS32(append(out, 0x42), meterFuel)
 	out = appendU32(append(out, 0x24), m.fuelGlobal)
 	return append(out, 0x0B)
 }
 
+// charge appends, before a bulk operation, a charge of one unit per
+// bulkBytesPerUnit of its size, which is on top of the stack and stays
+// there; the next check calls tick if that emptied the fuel:
+//
+//	local.tee scratch; global.get fuel; local.get scratch; i64.extend_i32_u
+//	i64.const shift; i64.shr_u; i64.sub; global.set fuel
+func (m *meterer) charge(out []byte, scratch uint32) []byte {
+	out = appendU32(append(out, 0x22), scratch)
+	out = appendU32(append(out, 0x23), m.fuelGlobal)
+	out = appendU32(append(out, 0x20), scratch)
+	out = append(out, 0xAD, 0x42, bulkShift, 0x88, 0x7D)
+	return appendU32(append(out, 0x24), m.fuelGlobal)
+}
+
+// bulkShift makes a bulk operation cost one unit of fuel per 4 KiB: a
+// loop filling all of a 4 GiB memory reaches tick every few iterations.
+const bulkShift = 12
+
+// walkInfo is what walk learns of a function's code.
+type walkInfo struct {
+	// loopEnds maps each loop instruction's position to the position
+	// just past its matching end.
+	loopEnds map[int]int
+	bulk     bool // the code has a bulk memory or table operation
+}
+
 // walk decodes every instruction of a function's code, calling visit (if
 // not nil) with each one's opcode, its sub-opcode for prefixed ones, where it
-// starts and where the next begins. It returns, for each loop instruction's
-// position, the position just past its matching end. Any opcode or
-// encoding it does not know is an error.
-func walk(code []byte, visit func(op, sub uint32, at, next int)) (map[int]int, error) {
+// starts and where the next begins. Any opcode or encoding it does not know
+// is an error, and so is a global index past the module's own globals: the
+// original module cannot have used the fuel global's index validly, and
+// must not reach the fuel through it.
+func (m *meterer) walk(code []byte, visit func(op, sub uint32, at, next int)) (walkInfo, error) {
 	r := reader{b: code}
-	loopEnds := map[int]int{}
+	info := walkInfo{loopEnds: map[int]int{}}
 	// open holds the positions of the open blocks, -1 for those that are
 	// not loops; the function's body is the outermost.
 	open := []int{-1}
@@ -455,7 +566,7 @@ func walk(code []byte, visit func(op, sub uint32, at, next int)) (map[int]int, e
 			open = append(open, at)
 		case op == 0x0B: // end
 			if start := open[len(open)-1]; start >= 0 {
-				loopEnds[start] = r.off
+				info.loopEnds[start] = r.off
 			}
 			open = open[:len(open)-1]
 		case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0F || op == 0x1A || op == 0x1B || op == 0xD1:
@@ -474,7 +585,11 @@ func walk(code []byte, visit func(op, sub uint32, at, next int)) (map[int]int, e
 		case op == 0x1C: // select with types
 			n := r.u32()
 			r.bytes(n)
-		case op >= 0x20 && op <= 0x26: // local, global and table get/set/tee
+		case op == 0x23 || op == 0x24: // global.get, global.set
+			if g := r.u32(); r.err == nil && g >= m.fuelGlobal {
+				r.fail(fmt.Errorf("global index %d out of range", g))
+			}
+		case op >= 0x20 && op <= 0x26: // local and table get/set/tee
 			r.u32()
 		case op >= 0x28 && op <= 0x3E: // loads and stores
 			r.memarg()
@@ -505,6 +620,7 @@ func walk(code []byte, visit func(op, sub uint32, at, next int)) (map[int]int, e
 			default:
 				r.fail(fmt.Errorf("opcode 0xfc %d", sub))
 			}
+			info.bulk = info.bulk || isBulk(sub)
 		case op == 0xFD:
 			sub = r.u32()
 			switch {
@@ -539,12 +655,12 @@ func walk(code []byte, visit func(op, sub uint32, at, next int)) (map[int]int, e
 		}
 	}
 	if r.err != nil {
-		return nil, r.err
+		return walkInfo{}, r.err
 	}
 	if len(open) != 0 {
-		return nil, errors.New("function body does not end its blocks")
+		return walkInfo{}, errors.New("function body does not end its blocks")
 	}
-	return loopEnds, nil
+	return info, nil
 }
 
 // reader decodes a module's bytes; the first error sticks, and every read
@@ -668,6 +784,18 @@ func (r *reader) blockType() {
 		}
 		r.leb(5)
 	}
+}
+
+// valType reads a value type, refusing the typed references that take more
+// than a byte.
+func (r *reader) valType() byte {
+	t := r.byte()
+	switch t {
+	case 0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F:
+	default:
+		r.fail(fmt.Errorf("value type %#x", t))
+	}
+	return t
 }
 
 // memarg skips a memory argument: alignment (with bit 6 set, a memory index

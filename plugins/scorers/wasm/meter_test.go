@@ -72,6 +72,7 @@ const chainDepth = 40 // 2^40 calls: hours, without a single loop
 //	answer: call env.f; call_indirect table[0] (seven); add the global's
 //	        call_indirect through ref.func seven          function 44
 //	start:  call env.f                                    function 45
+//	fill:   a loop filling all 256 pages of memory        function 46
 func pathological(additions int) []byte {
 	const (
 		fSpin   = 1
@@ -80,6 +81,7 @@ func pathological(additions int) []byte {
 		fSeven  = fBig + 1
 		fAnswer = fSeven + 1
 		fStart  = fAnswer + 1
+		fFill   = fStart + 1
 	)
 	types := vec([]byte{0x60, 0, 0}, []byte{0x60, 0, 1, 0x7F})
 	imports := vec(cat(name("env"), name("f"), []byte{0}, leb(0)))
@@ -114,6 +116,7 @@ func pathological(additions int) []byte {
 		[]byte{0x41, 0, 0x11, 1, 0, 0x6A}, // again, and add: 14
 	))
 	add(0, body(call(0)))
+	add(0, body([]byte{0x03, 0x40, 0x41, 0, 0x41, 0, 0x41, 0x80, 0x80, 0x80, 0x08, 0xFC, 11, 0, 0x0C, 0, 0x0B})) // loop: memory.fill(0, 0, 16 MiB)
 	tables := vec([]byte{0x70, 0, 1}, []byte{0x70, 0, 1})
 	globals := vec(cat([]byte{0x70, 0}, []byte{0xD2}, leb(fSeven), []byte{0x0B}))
 	exports := vec(
@@ -121,6 +124,7 @@ func pathological(additions int) []byte {
 		cat(name("chain"), []byte{0}, leb(fChain)),
 		cat(name("big"), []byte{0}, leb(fBig)),
 		cat(name("answer"), []byte{0}, leb(fAnswer)),
+		cat(name("fill"), []byte{0}, leb(fFill)),
 	)
 	elems := vec(
 		cat(leb(0), []byte{0x41, 0, 0x0B}, vec(leb(fSeven))),                                                        // table 0, by index
@@ -128,7 +132,7 @@ func pathological(additions int) []byte {
 	)
 	return cat([]byte("\x00asm\x01\x00\x00\x00"),
 		sec(secType, types), sec(secImport, imports), sec(secFunction, vec(funcs...)),
-		sec(secTable, tables), sec(secGlobal, globals), sec(secExport, exports),
+		sec(secTable, tables), sec(secMemory, vec([]byte{0, 0x80, 2})), sec(secGlobal, globals), sec(secExport, exports),
 		sec(secStart, leb(fStart)), sec(secElement, elems), sec(secCode, vec(bodies...)),
 		sec(secCustom, cat(name("name"), []byte{1, 2, 3})))
 }
@@ -174,7 +178,7 @@ func TestMeterStopsRunawayGuests(t *testing.T) {
 	if err != nil || res[0] != 14 || envCalls.Load() != 2 {
 		t.Fatalf("answer = %v, %v, env.f calls %d; want 14, nil, 2", res, err, envCalls.Load())
 	}
-	for _, export := range []string{"spin", "chain", "big"} {
+	for _, export := range []string{"spin", "chain", "big", "fill"} {
 		t.Run(export, func(t *testing.T) {
 			const timeout = 100 * time.Millisecond
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -212,7 +216,11 @@ func TestMeterRefuses(t *testing.T) {
 		{"block not ended", fn(0x02, 0x40), "does not end"},
 		{"overlong LEB128", fn(0x41, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00), "too long"},
 		{"typed reference local", cat(head, sec(secType, vec([]byte{0x60, 0, 0})), sec(secFunction, vec(leb(0))),
-			sec(secCode, vec(cat(leb(5), []byte{1, 1, 0x63, 0x70, 0x0B})))), "reference type"},
+			sec(secCode, vec(cat(leb(5), []byte{1, 1, 0x63, 0x70, 0x0B})))), "value type 0x63"},
+		// Valid once the rewrite adds the fuel global: it must not let
+		// the guest refill its own fuel.
+		{"global past the module's", fn(0x42, 0, 0x24, 0), "global index 0 out of range"},
+		{"64-bit memory", cat(head, sec(secMemory, vec([]byte{4, 1}))), "64-bit memory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
