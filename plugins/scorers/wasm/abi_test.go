@@ -68,14 +68,7 @@ func TestMalformedWireOutput(t *testing.T) {
 			if requestCode(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("error %v, want code %s mentioning %q", err, tc.code, tc.msg)
 			}
-			want := int64(0)
-			if tc.discard {
-				want = 1
-			}
-			if got := h.s.discarded.Load(); got != want {
-				t.Errorf("%d instances discarded, want %d", got, want)
-			}
-			requireRecovers(t, h)
+			requireDiscardedThenRecovers(t, h, tc.discard)
 		})
 	}
 }

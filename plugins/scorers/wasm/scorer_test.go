@@ -130,6 +130,20 @@ func requireRecovers(t *testing.T, h *harness) {
 	}
 }
 
+// requireDiscardedThenRecovers checks that the bad call discarded its
+// instance, or kept it, and that a good input is scored after it.
+func requireDiscardedThenRecovers(t *testing.T, h *harness, discard bool) {
+	t.Helper()
+	want := int64(0)
+	if discard {
+		want = 1
+	}
+	if got := h.s.discarded.Load(); got != want {
+		t.Errorf("%d instances discarded, want %d", got, want)
+	}
+	requireRecovers(t, h)
+}
+
 func TestHostileModules(t *testing.T) {
 	repo, err := filepath.Abs("../../..")
 	if err != nil {
@@ -245,14 +259,7 @@ func TestHostileModules(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, err)
 			}
-			want := int64(0)
-			if tc.discard {
-				want = 1
-			}
-			if got := h.s.discarded.Load(); got != want {
-				t.Errorf("%d instances discarded, want %d", got, want)
-			}
-			requireRecovers(t, h)
+			requireDiscardedThenRecovers(t, h, tc.discard)
 		})
 	}
 }
