@@ -51,6 +51,9 @@ type config struct {
 	// cacheDir is where compiled code is kept; empty means the user cache
 	// directory. Tests point it at a temporary directory.
 	cacheDir string
+	// unmetered skips the metering rewrite, as for a module it refuses;
+	// tests use it to run that path with modules it would meter.
+	unmetered bool
 }
 
 // decodeConfig decodes opts strictly, fills defaults and checks every value.

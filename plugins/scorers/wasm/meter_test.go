@@ -13,6 +13,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/hayloft/hayloft/sdk"
 )
 
 // Every module the tests build is metered, not left to the slower
@@ -36,6 +38,35 @@ func TestTestModulesAreMetered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A module left unmetered, as one the rewrite refuses is, runs under
+// close-on-context-done: a loop still ends at its deadline, and close still
+// stops a call in flight.
+func TestUnmeteredModuleIsStillStopped(t *testing.T) {
+	path, sum := module(t, "hostile")
+	cfg, err := decodeConfig(sdk.MustOptions(map[string]any{"module": path, "sha256": sum, "timeout": "300ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.cacheDir, cfg.unmetered = testCacheDir, true
+	sc, err := build(quiet, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{Scorer: sc, s: sc.(*scorer)}
+	t.Cleanup(func() { h.s.Close() })
+	if h.s.metered {
+		t.Fatal("metered")
+	}
+	start := time.Now()
+	if _, err := h.score("loop"); requestCode(err) != CodeTimeout {
+		t.Fatalf("loop: %v, want %s", err, CodeTimeout)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the loop ran %v past a 300ms timeout", d)
+	}
+	requireDiscardedThenRecovers(t, h, true)
 }
 
 // Hand-assembled modules, built with a few helpers that write the binary

@@ -121,7 +121,7 @@ func newScorer(ctx context.Context, cfg *config) (_ *scorer, err error) {
 	}
 	if metered, err := meter(code); err != nil {
 		s.glog.log.Info("module not metered: stopped by close-on-context-done instead, which slows loops", "reason", err)
-	} else {
+	} else if !cfg.unmetered {
 		code, s.metered = metered, true
 	}
 	rc := wazero.NewRuntimeConfigCompiler().
