@@ -69,6 +69,64 @@ func TestUnmeteredModuleIsStillStopped(t *testing.T) {
 	requireDiscardedThenRecovers(t, h, true)
 }
 
+// In the rewritten Go modules, every function begins with a fuel check and
+// every loop header is followed by one: read back from the output, not
+// taken from the rewrite's word.
+func TestMeteredCodeChecksEveryLoop(t *testing.T) {
+	for _, name := range []string{"coverage", "hostile"} {
+		path, _ := module(t, name)
+		code, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := meter(code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &meterer{fuelGlobal: 1 << 30} // walk checks nothing against it
+		var fuel []byte                    // global.get of the fuel global, from the first check
+		r := reader{b: out, off: 8}
+		for r.more() {
+			id, size := r.byte(), r.u32()
+			body := r.bytes(size)
+			if id != secCode {
+				continue
+			}
+			br := reader{b: body}
+			n := br.u32()
+			loops := 0
+			for i := range n {
+				fr := reader{b: br.bytes(br.u32())}
+				for range fr.u32() {
+					fr.u32()
+					fr.byte()
+				}
+				fcode := fr.rest()
+				if fuel == nil {
+					fuel = fcode[:bytes.IndexByte(fcode, 0x42)] // up to i64.const cost
+				}
+				if !bytes.HasPrefix(fcode, fuel) {
+					t.Fatalf("%s: function %d does not begin with a fuel check: % x", name, i, fcode[:min(16, len(fcode))])
+				}
+				_, err := m.walk(fcode, func(op, _ uint32, at, next int) {
+					if op == 0x03 {
+						loops++
+						if !bytes.HasPrefix(fcode[next:], fuel) {
+							t.Errorf("%s: function %d: loop at %d has no fuel check", name, i, at)
+						}
+					}
+				})
+				if err != nil {
+					t.Fatalf("%s: function %d: %v", name, i, err)
+				}
+			}
+			if loops < 1000 {
+				t.Errorf("%s: %d loops checked; a Go module has thousands", name, loops)
+			}
+		}
+	}
+}
+
 // Hand-assembled modules, built with a few helpers that write the binary
 // format.
 
