@@ -18,7 +18,7 @@ const compareUsage = `usage: hayloft compare RUN_A RUN_B            (the same ev
 
 func (e *cliEnv) cmdCompare(ctx context.Context, args []string) error {
 	fs := e.newFlagSet("compare")
-	var jf journalFlags
+	jf := journalFlags{index: true} // compare reads score values only
 	jf.register(fs, true)
 	models := fs.String("models", "", "compare two models of one run: A,B (B against A)")
 	retrievers := fs.String("retrievers", "", "compare two retrievers of one run: X,Y (Y against X)")
@@ -37,11 +37,11 @@ func (e *cliEnv) cmdCompare(ctx context.Context, args []string) error {
 	var pairs []*compare.Pair
 	switch {
 	case len(pos) == 2 && *models == "" && *retrievers == "":
-		a, err := journal.Load(ctx, st, pos[0], jf.evals)
+		a, err := journal.LoadIndex(ctx, st, pos[0], jf.evals)
 		if err != nil {
 			return err
 		}
-		b, err := journal.Load(ctx, st, pos[1], jf.evals)
+		b, err := journal.LoadIndex(ctx, st, pos[1], jf.evals)
 		if err != nil {
 			return err
 		}

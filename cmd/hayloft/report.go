@@ -30,6 +30,10 @@ type journalFlags struct {
 	store string
 	run   string
 	evals multiFlag
+	// index: load the run without its sample scores' details
+	// (journal.LoadIndex), for commands that read them from the journal
+	// as they need them, or not at all.
+	index bool
 }
 
 func (j *journalFlags) register(fs *flag.FlagSet, withRun bool) {
@@ -64,6 +68,9 @@ func (j *journalFlags) load(ctx context.Context, st *store.Store) (*journal.Run,
 		if id, err = journal.Latest(ctx, st); err != nil {
 			return nil, err
 		}
+	}
+	if j.index {
+		return journal.LoadIndex(ctx, st, id, j.evals)
 	}
 	return journal.Load(ctx, st, id, j.evals)
 }
@@ -116,7 +123,7 @@ func (e *cliEnv) createOutput(path string) (io.Writer, func() error, error) {
 
 func (e *cliEnv) cmdReport(ctx context.Context, args []string) error {
 	fs := e.newFlagSet("report")
-	var jf journalFlags
+	jf := journalFlags{index: true}
 	jf.register(fs, true)
 	out := fs.String("o", "", "write the report to this file (- for stdout)")
 	maxChars := fs.Int("max-message-chars", 0, fmt.Sprintf("keep at most this many characters of each message sent, head and tail (default %d, less for large runs)", html.DefaultMaxMessageChars))

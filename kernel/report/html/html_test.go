@@ -5,10 +5,14 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,4 +133,116 @@ func chunks(t *testing.T, page string) string {
 		out.Write(b)
 	}
 	return out.String()
+}
+
+// The report's sample blocks hold, for every sample in the index's order,
+// what the live view serves for it (MakeDetail) with messages cut to the
+// report's size: the blocks are written by hand from the journaled JSON,
+// the view's detail through encoding/json.
+func TestReportBlocksMatchDetails(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hayloft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	samples := reporttest.Grid([]int{1000, 2000}, []float64{0, 0.5, 1}, reporttest.Known)
+	for i := range samples {
+		s := &samples[i]
+		s.Context = strings.Repeat(fmt.Sprintf("ünïcode 😀 %d \"q\" <b>&</b>\n\t", i), 8)
+		s.Metadata = map[string]any{"needle": "<n>", "i": i, "list": []any{1.5, "x"}}
+		s.Details = map[string]map[string]any{"niah": {"matched": i%2 == 0, "why": "<because>"}}
+		if i == 2 {
+			s.Invalid = map[string]bool{"niah": true}
+		}
+		if i == 3 {
+			s.Attempts = []sdk.Attempt{{Error: "429 slow down"}, {}}
+		}
+	}
+	samples[1].Response = reporttest.Hostile
+	samples = append(samples, reporttest.Sample{ID: "lost", Fail: "connection refused", Attempts: []sdk.Attempt{{Error: "refused"}}})
+	id, err := reporttest.Write(ctx, st, reporttest.Run{ConfigPath: "c.hcl", Evals: []reporttest.Eval{
+		{Base: "needle", Model: "m1", Scorers: []string{"niah"}, Samples: samples},
+		{Base: "needle", Model: "m2", Retriever: "r", Scorers: []string{"niah"}, Samples: samples[:4]},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := journal.LoadIndex(ctx, st, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxChars = 40
+	var buf bytes.Buffer
+	if err := html.Write(ctx, &buf, st, run, html.Options{ChunkSize: 3, MaxMessageChars: maxChars}); err != nil {
+		t.Fatal(err)
+	}
+	got := blocks(t, buf.String())
+	var want []any
+	for _, ev := range run.Evals {
+		for _, s := range ev.Samples {
+			a, err := st.SampleAnswerByID(ctx, id, ev.Name, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scores, err := st.SampleScores(ctx, id, ev.Name, s.ID, ev.Scorers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attempts, err := st.Attempts(ctx, a.RequestKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := html.MakeDetail(ev, a, scores, attempts, maxChars)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v any
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, v)
+		}
+	}
+	if len(got) != len(want) || len(want) != 11 {
+		t.Fatalf("%d samples in the blocks, %d details; want 11", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("sample %d:\n got %v\nwant %v", i, got[i], want[i])
+		}
+	}
+	if !strings.Contains(fmt.Sprint(want), "characters left out") {
+		t.Error("no message was cut: the test does not exercise elision")
+	}
+}
+
+// blocks decodes the page's blocks of sample details into one list.
+func blocks(t *testing.T, page string) []any {
+	t.Helper()
+	var out []any
+	re := regexp.MustCompile(`data-encoding="gzip-base64" id="hl-d-(\d+)">([^<]*)</script>`)
+	for i, m := range re.FindAllStringSubmatch(page, -1) {
+		if m[1] != strconv.Itoa(i) {
+			t.Fatalf("block %s where %d belongs", m[1], i)
+		}
+		raw, err := base64.StdEncoding.DecodeString(m[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var block []any
+		if err := json.NewDecoder(zr).Decode(&block); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, block...)
+	}
+	return out
 }

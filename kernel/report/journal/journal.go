@@ -91,6 +91,8 @@ type Sample struct {
 	Failed     bool
 	FailCode   string
 	FailMsg    string
+	// Lone: the sample failed before it was journaled as a sample.
+	Lone bool
 }
 
 // Score is one scorer's score of a sample; Has is false when the sample has
@@ -99,12 +101,24 @@ type Score struct {
 	Has     bool
 	Value   float64
 	Invalid bool
-	Details json.RawMessage
+	Details json.RawMessage // nil when loaded by LoadIndex
 }
 
 // Load reads run runID; evalNames, when given, keeps only the evals whose
-// base name or journal name is listed.
+// base name or journal name is listed. Each sample score keeps its details
+// (what export writes); LoadIndex leaves them in the journal.
 func Load(ctx context.Context, st *store.Store, runID string, evalNames []string) (*Run, error) {
+	return load(ctx, st, runID, evalNames, true)
+}
+
+// LoadIndex is Load without the sample scores' details: what the HTML
+// report and the live view keep in memory for a run of any size (they read
+// the details of the samples they draw from the journal).
+func LoadIndex(ctx context.Context, st *store.Store, runID string, evalNames []string) (*Run, error) {
+	return load(ctx, st, runID, evalNames, false)
+}
+
+func load(ctx context.Context, st *store.Store, runID string, evalNames []string, details bool) (*Run, error) {
 	info, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -123,7 +137,7 @@ func Load(ctx context.Context, st *store.Store, runID string, evalNames []string
 		if len(evalNames) > 0 && !slices.Contains(evalNames, ev.Base) && !slices.Contains(evalNames, ev.Name) {
 			continue
 		}
-		if err := loadEval(ctx, st, runID, ev); err != nil {
+		if err := loadEval(ctx, st, runID, ev, details); err != nil {
 			return nil, err
 		}
 		run.Evals = append(run.Evals, ev)
@@ -165,15 +179,21 @@ func baseName(ei store.EvalInfo) string {
 	return ei.Name
 }
 
-func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval) error {
-	byID := map[string]*Sample{}
+func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, details bool) error {
 	lengths, depths := map[int]bool{}, map[float64]bool{}
-	err := st.EachSampleAnswer(ctx, runID, ev.Name, store.ReadSample, func(a *store.SampleAnswer) error {
-		s := &Sample{ID: a.ID, Seq: a.Index, Truncated: a.Truncated, RequestKey: a.RequestKey,
-			Failed: a.Failed, FailCode: a.FailCode, FailMsg: a.FailMessage,
+	// Sample rows come in ID order, then the lone failures.
+	rowsEnd := 0
+	err := st.EachSamplePosition(ctx, runID, ev.Name, func(p *store.SamplePosition) error {
+		s := &Sample{ID: p.ID, Seq: p.Index, Truncated: p.Truncated, RequestKey: p.RequestKey,
+			Failed: p.Failed, FailCode: p.FailCode, FailMsg: p.FailMsg, Lone: p.Lone,
 			Scores: make([]Score, len(ev.Scorers))}
-		s.Length, s.Depth = GridPoint(a.Length.Tokens, a.Depth, a.Grid)
-		if a.Failed {
+		s.Length, s.Depth = GridPoint(p.Tokens, p.Depth, p.Grid)
+		if p.Lone {
+			s.Length, s.Depth = 0, -1
+		} else {
+			rowsEnd++
+		}
+		if p.Failed {
 			ev.Failed++
 		}
 		if s.Length > 0 {
@@ -183,7 +203,6 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval) erro
 			depths[s.Depth] = true
 		}
 		ev.Samples = append(ev.Samples, s)
-		byID[s.ID] = s
 		return nil
 	})
 	if err != nil {
@@ -195,25 +214,66 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval) erro
 	for i, name := range ev.Scorers {
 		col[name] = i
 	}
-	err = st.EachScore(ctx, runID, ev.Name, func(r *store.ScoreRow) error {
-		s, ok := byID[r.SampleID]
-		i, known := col[r.Scorer]
-		if !ok || !known {
-			return nil // a score of a sample or scorer this eval no longer lists
+	// find is the sample of a score: scores come by scorer, then ID, as
+	// the sample rows do, so a cursor follows them. A score it misses (a
+	// lone failure's, or a database whose collation is not bytewise) is
+	// looked up.
+	rows := ev.Samples[:rowsEnd]
+	var byID map[string]*Sample
+	cursor, last := 0, ""
+	find := func(scorer, id string) *Sample {
+		if scorer != last {
+			cursor, last = 0, scorer
 		}
-		s.Scores[i] = Score{Has: true, Value: r.Value, Invalid: r.Invalid}
-		if len(r.Details) > 2 {
-			s.Scores[i].Details = r.Details
+		for cursor < len(rows) && rows[cursor].ID < id {
+			cursor++
 		}
-		return nil
-	})
+		if cursor < len(rows) && rows[cursor].ID == id {
+			return rows[cursor]
+		}
+		if byID == nil {
+			byID = make(map[string]*Sample, len(ev.Samples))
+			for _, s := range ev.Samples {
+				byID[s.ID] = s
+			}
+		}
+		return byID[id]
+	}
+	if details {
+		// EachScore's order is not the key's: look every sample up.
+		byID = make(map[string]*Sample, len(ev.Samples))
+		for _, s := range ev.Samples {
+			byID[s.ID] = s
+		}
+		err = st.EachScore(ctx, runID, ev.Name, func(r *store.ScoreRow) error {
+			s, ok := byID[r.SampleID]
+			i, known := col[r.Scorer]
+			if !ok || !known {
+				return nil // a score of a sample or scorer this eval no longer lists
+			}
+			s.Scores[i] = Score{Has: true, Value: r.Value, Invalid: r.Invalid}
+			if len(r.Details) > 2 {
+				s.Scores[i].Details = r.Details
+			}
+			return nil
+		})
+	} else {
+		err = st.EachScoreValue(ctx, runID, ev.Name, func(r *store.ScoreValue) error {
+			i, known := col[r.Scorer]
+			if !known {
+				return nil
+			}
+			if s := find(r.Scorer, r.SampleID); s != nil {
+				s.Scores[i] = Score{Has: true, Value: r.Value, Invalid: r.Invalid}
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return err
 	}
-	if id, ok, err := st.EvalIdentity(ctx, runID, ev.Name); err != nil {
+	if err := loadIdentity(ctx, st, ev); err != nil {
 		return err
-	} else if ok {
-		ev.Identity = &id
 	}
 	ms, err := st.Metrics(ctx, runID, ev.Name)
 	if err != nil {
@@ -230,6 +290,31 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval) erro
 			ev.Metrics = append(ev.Metrics, Metric{Scorer: name, Value: m.Value, N: m.N, Invalid: m.Invalid, CILow: m.CILow, CIHigh: m.CIHigh, Details: m.Details})
 		} else {
 			ev.Metrics = append(ev.Metrics, Metric{Scorer: name})
+		}
+	}
+	return nil
+}
+
+// loadIdentity sets the identity of the model that answered the eval's
+// samples, as journaled with the first answer in stream order
+// (store.EvalIdentity's choice, found here by looking up the samples
+// already loaded in that order: the first is nearly always answered).
+func loadIdentity(ctx context.Context, st *store.Store, ev *Eval) error {
+	var order []*Sample
+	for _, s := range ev.Samples {
+		if !s.Lone && s.RequestKey != "" {
+			order = append(order, s)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b *Sample) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, s := range order {
+		id, ok, err := st.ResponseIdentity(ctx, s.RequestKey)
+		if err != nil {
+			return fmt.Errorf("eval %s: %w", ev.Name, err)
+		}
+		if ok {
+			ev.Identity = &id
+			return nil
 		}
 	}
 	return nil

@@ -131,7 +131,7 @@ func (s *Server) page(ctx context.Context, id string) ([]byte, error) {
 	if ok && c.progress == prog {
 		return c.page, nil
 	}
-	run, err := journal.Load(ctx, s.st, id, nil)
+	run, err := journal.LoadIndex(ctx, s.st, id, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if run == nil {
 		var err error
-		if run, err = journal.Load(r.Context(), s.st, runID, nil); err != nil {
+		if run, err = journal.LoadIndex(r.Context(), s.st, runID, nil); err != nil {
 			fail(w, err)
 			return
 		}
@@ -181,12 +181,6 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("run %s has no eval %q", runID, evalName), http.StatusNotFound)
 		return
 	}
-	var smp *journal.Sample
-	for _, x := range ev.Samples {
-		if x.ID == id {
-			smp = x
-		}
-	}
 	a, err := s.st.SampleAnswerByID(r.Context(), runID, evalName, id)
 	if err != nil {
 		fail(w, err)
@@ -197,7 +191,12 @@ func (s *Server) sample(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	d, err := reporthtml.MakeDetail(ev, smp, a, attempts, 0)
+	scores, err := s.st.SampleScores(r.Context(), runID, evalName, id, ev.Scorers)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d, err := reporthtml.MakeDetail(ev, a, scores, attempts, 0)
 	if err != nil {
 		fail(w, err)
 		return

@@ -1,0 +1,514 @@
+package html
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hayloft/hayloft/kernel/report/journal"
+	"github.com/hayloft/hayloft/kernel/store"
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Detail is what the browser shows of one sample when it is opened.
+type Detail struct {
+	Eval      string          `json:"eval"`
+	ID        string          `json:"id"`
+	Question  string          `json:"question,omitempty"`
+	Targets   []string        `json:"targets,omitempty"`
+	Length    sdk.Length      `json:"length"`
+	Depth     float64         `json:"depth"`
+	Truncated bool            `json:"truncated,omitempty"`
+	Sent      int             `json:"sent_tokens,omitempty"`
+	Messages  []sdk.Message   `json:"messages,omitempty"`
+	Elided    int             `json:"elided_chars,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	Response  *string         `json:"response,omitempty"`
+	Finish    string          `json:"finish_reason,omitempty"`
+	Tokens    [2]int          `json:"tokens"`
+	LatencyMS float64         `json:"latency_ms,omitempty"`
+	Scores    []DetailScore   `json:"scores,omitempty"`
+	Failure   *DetailFailure  `json:"failure,omitempty"`
+	Attempts  []DetailAttempt `json:"attempts,omitempty"`
+	Metadata  map[string]any  `json:"metadata,omitempty"`
+}
+
+// DetailScore is one scorer's verdict on the sample.
+type DetailScore struct {
+	Scorer  string          `json:"scorer"`
+	Value   float64         `json:"value"`
+	Invalid bool            `json:"invalid,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// DetailFailure is why the sample got no answer.
+type DetailFailure struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// DetailAttempt is one try at the sample's request.
+type DetailAttempt struct {
+	N         int     `json:"n"`
+	Status    string  `json:"status"`
+	LatencyMS float64 `json:"latency_ms"`
+	Error     string  `json:"error,omitempty"`
+}
+
+// MakeDetail assembles a sample's detail from its journaled answer, its
+// scores (aligned with ev.Scorers, as store.SampleScores gives them) and
+// its request's attempts; maxChars > 0 elides message contents longer than
+// that. The live view serves it; the report writes the same detail with
+// appendDetail.
+func MakeDetail(ev *journal.Eval, a *store.SampleAnswer, scores []store.RawScore, attempts []store.AttemptRecord, maxChars int) (*Detail, error) {
+	d := &Detail{Eval: ev.Name, ID: a.ID, Question: a.Question, Targets: a.Targets, Length: a.Length, Depth: a.Depth,
+		Truncated: a.Truncated, Sent: a.SentTokens, Metadata: a.Metadata, Finish: a.FinishReason,
+		Tokens: [2]int{a.PromptTokens, a.OutputTokens}, LatencyMS: float64(a.Latency) / float64(time.Millisecond)}
+	if a.Answered {
+		text := a.Text
+		d.Response = &text
+	}
+	if len(a.Request) > 0 {
+		var req struct {
+			Messages []sdk.Message   `json:"messages"`
+			Params   json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(a.Request, &req); err != nil {
+			return nil, fmt.Errorf("eval %s: sample %s: journaled request: %w", ev.Name, a.ID, err)
+		}
+		d.Messages, d.Params = req.Messages, req.Params
+		if maxChars > 0 {
+			for i := range d.Messages {
+				var n int
+				d.Messages[i].Content, n = elide(d.Messages[i].Content, maxChars)
+				d.Elided += n
+			}
+		}
+	}
+	for i, sc := range scores {
+		if sc.Has && i < len(ev.Scorers) {
+			ds := DetailScore{Scorer: ev.Scorers[i], Value: sc.Value, Invalid: sc.Invalid}
+			if len(sc.Details) > 2 {
+				ds.Details = sc.Details
+			}
+			d.Scores = append(d.Scores, ds)
+		}
+	}
+	if a.Failed {
+		d.Failure = &DetailFailure{Code: a.FailCode, Message: a.FailMessage}
+	}
+	for _, at := range attempts {
+		d.Attempts = append(d.Attempts, DetailAttempt{N: at.Attempt, Status: at.Status, LatencyMS: float64(at.Latency) / float64(time.Millisecond), Error: at.Error})
+	}
+	return d, nil
+}
+
+// elide keeps the head and tail of s, max characters in all, around a
+// marker saying how many it left out.
+func elide(s string, max int) (string, int) {
+	if len(s) <= max {
+		return s, 0
+	}
+	n := utf8.RuneCountInString(s)
+	if n <= max {
+		return s, 0
+	}
+	half := max / 2
+	left := n - 2*half
+	head, tail := 0, len(s)
+	for range half {
+		_, size := utf8.DecodeRuneInString(s[head:])
+		head += size
+		_, size = utf8.DecodeLastRuneInString(s[:tail])
+		tail -= size
+	}
+	return s[:head] + elisionMarker(left) + s[tail:], left
+}
+
+func elisionMarker(left int) string {
+	return fmt.Sprintf("\n[… %d characters left out of this report; `hayloft view` shows them …]\n", left)
+}
+
+// A block is ChunkSize consecutive samples of the index; a segment the
+// part of a block in one eval.
+type segment struct {
+	ev         *journal.Eval
+	from, to   int // ev.Samples[from:to]
+	attempts   map[string][]store.AttemptRecord
+	evalQuoted []byte
+}
+
+// details writes every sample's detail in blocks of ChunkSize, in the
+// index's order. Blocks are built (read from the journal, written as JSON,
+// gzipped) by one worker per core and written in order.
+func (p *page) details(ctx context.Context, st *store.Store) error {
+	var blocks [][]segment
+	var cur []segment
+	n := 0
+	for _, ev := range p.run.Evals {
+		if len(ev.Samples) == 0 {
+			continue
+		}
+		attempts, err := st.EvalAttempts(ctx, p.run.ID, ev.Name)
+		if err != nil {
+			return err
+		}
+		quoted := appendString(nil, ev.Name)
+		for i := 0; i < len(ev.Samples); {
+			j := min(len(ev.Samples), i+p.opts.ChunkSize-n)
+			cur = append(cur, segment{ev: ev, from: i, to: j, attempts: attempts, evalQuoted: quoted})
+			n += j - i
+			i = j
+			if n == p.opts.ChunkSize {
+				blocks, cur, n = append(blocks, cur), nil, 0
+			}
+		}
+	}
+	if len(cur) > 0 {
+		blocks = append(blocks, cur)
+	}
+
+	workers := max(1, runtime.GOMAXPROCS(0))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		b64 []byte
+		err error
+	}
+	results := make([]chan result, len(blocks))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	// At most window blocks are built ahead of the one being written, so
+	// memory holds a few blocks whatever the run's size.
+	window := make(chan struct{}, 2*workers)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var bb blockBuilder
+			for c := range jobs {
+				b64, err := bb.build(ctx, st, p.run.ID, blocks[c], p.opts.MaxMessageChars)
+				results[c] <- result{b64, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for c := range blocks {
+			select {
+			case window <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	for c := range blocks {
+		var r result
+		select {
+		case r = <-results[c]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		<-window
+		if r.err != nil {
+			return r.err
+		}
+		// Each block is gzipped and base64-encoded: the browser's parser
+		// then skims a third of the bytes, and only a block whose sample is
+		// opened is decoded (DecompressionStream, built into the browser).
+		p.printf(`<script type="application/octet-stream" class="hl-chunk" data-encoding="gzip-base64" id="hl-d-%d">`, c)
+		if p.err == nil {
+			_, p.err = p.w.Write(r.b64)
+		}
+		p.raw("</script>\n")
+		if p.err != nil {
+			return p.err
+		}
+	}
+	return p.err
+}
+
+// blockBuilder builds blocks, reusing its buffers from one to the next.
+type blockBuilder struct {
+	json, gz bytes.Buffer
+	zw       *gzip.Writer
+	item     []byte
+	items    [][]byte
+}
+
+// build reads one block's samples from the journal and returns the block:
+// a JSON array of details (null for a sample no longer journaled), gzipped
+// at the fastest level, in base64.
+func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string, segs []segment, maxChars int) ([]byte, error) {
+	bb.json.Reset()
+	bb.json.WriteByte('[')
+	first := true
+	for _, sg := range segs {
+		samples := sg.ev.Samples[sg.from:sg.to]
+		bb.items = bb.items[:0]
+		for range samples {
+			bb.items = append(bb.items, nil)
+		}
+		pos := make(map[string]int, len(samples))
+		lo, hi := "", ""
+		for i, s := range samples {
+			if s.Lone {
+				bb.items[i] = appendLone(nil, sg, s)
+				continue
+			}
+			pos[s.ID] = i
+			if lo == "" {
+				lo = s.ID
+			}
+			hi = s.ID
+		}
+		if len(pos) > 0 {
+			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, sg.ev.Scorers, func(a *store.RawSampleAnswer) error {
+				i, ok := pos[a.ID]
+				if !ok {
+					return nil // journaled after the index was read (a live run)
+				}
+				var err error
+				bb.items[i], err = appendDetail(nil, sg, a, maxChars)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		for _, it := range bb.items {
+			if !first {
+				bb.json.WriteByte(',')
+			}
+			first = false
+			if it == nil {
+				bb.json.WriteString("null")
+			} else {
+				bb.json.Write(it)
+			}
+		}
+	}
+	bb.json.WriteByte(']')
+	bb.gz.Reset()
+	if bb.zw == nil {
+		bb.zw, _ = gzip.NewWriterLevel(&bb.gz, gzip.BestSpeed)
+	} else {
+		bb.zw.Reset(&bb.gz)
+	}
+	if _, err := bb.zw.Write(bb.json.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := bb.zw.Close(); err != nil {
+		return nil, err
+	}
+	out := make([]byte, base64.StdEncoding.EncodedLen(bb.gz.Len()))
+	base64.StdEncoding.Encode(out, bb.gz.Bytes())
+	return out, nil
+}
+
+// appendDetail appends the JSON of MakeDetail(…, maxChars) for a sample
+// row, copying its journaled JSON (request, targets, metadata, score
+// details) rather than decoding it.
+func appendDetail(b []byte, sg segment, a *store.RawSampleAnswer, maxChars int) ([]byte, error) {
+	b = append(b, `{"eval":`...)
+	b = append(b, sg.evalQuoted...)
+	b = append(b, `,"id":`...)
+	b = appendString(b, a.ID)
+	if a.Question != "" {
+		b = append(b, `,"question":`...)
+		b = appendString(b, a.Question)
+	}
+	if t := bytes.TrimSpace(a.Targets); len(t) > 0 && string(t) != "[]" && string(t) != "null" {
+		b = append(b, `,"targets":`...)
+		b = append(b, t...)
+	}
+	b = append(b, `,"length":{"tokens":`...)
+	b = strconv.AppendInt(b, int64(a.Tokens), 10)
+	if a.Tokenizer != "" {
+		b = append(b, `,"tokenizer":`...)
+		b = appendString(b, a.Tokenizer)
+	}
+	b = append(b, `},"depth":`...)
+	b = appendFloat(b, a.Depth)
+	if a.Truncated {
+		b = append(b, `,"truncated":true`...)
+	}
+	if a.SentTokens != 0 {
+		b = append(b, `,"sent_tokens":`...)
+		b = strconv.AppendInt(b, int64(a.SentTokens), 10)
+	}
+	if len(a.Request) > 0 {
+		msgs, params, ok := parseRequest(a.Request)
+		if !ok {
+			// A request this scanner does not follow: decode it.
+			var err error
+			if msgs, params, err = decodeRequest(a.Request); err != nil {
+				return nil, fmt.Errorf("eval %s: sample %s: journaled request: %w", sg.ev.Name, a.ID, err)
+			}
+		}
+		elided := 0
+		if len(msgs) > 0 {
+			b = append(b, `,"messages":[`...)
+			for i, m := range msgs {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"role":"`...)
+				b = append(b, m.role...)
+				b = append(b, `","content":"`...)
+				var n int
+				b, n = appendElided(b, m.content, maxChars)
+				elided += n
+				b = append(b, `"}`...)
+			}
+			b = append(b, ']')
+		}
+		if elided > 0 {
+			b = append(b, `,"elided_chars":`...)
+			b = strconv.AppendInt(b, int64(elided), 10)
+		}
+		if len(params) > 0 {
+			b = append(b, `,"params":`...)
+			b = append(b, params...)
+		}
+	}
+	if a.Answered {
+		b = append(b, `,"response":`...)
+		b = appendString(b, a.Text)
+	}
+	if a.FinishReason != "" {
+		b = append(b, `,"finish_reason":`...)
+		b = appendString(b, a.FinishReason)
+	}
+	b = append(b, `,"tokens":[`...)
+	b = strconv.AppendInt(b, int64(a.PromptTokens), 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(a.OutputTokens), 10)
+	b = append(b, ']')
+	if ms := float64(a.Latency) / float64(time.Millisecond); ms != 0 {
+		b = append(b, `,"latency_ms":`...)
+		b = appendFloat(b, ms)
+	}
+	b = appendScores(b, sg.ev.Scorers, a.Scores)
+	if a.Failed {
+		b = appendFailure(b, a.FailCode, a.FailMessage)
+	}
+	b = appendAttempts(b, sg.attempts[a.RequestKey])
+	if m := bytes.TrimSpace(a.Metadata); len(m) > 0 && string(m) != "{}" && string(m) != "null" {
+		b = append(b, `,"metadata":`...)
+		b = append(b, m...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendLone appends the detail of a sample that failed before it was
+// journaled as a sample: its ID, failure and attempts.
+func appendLone(b []byte, sg segment, s *journal.Sample) []byte {
+	b = append(b, `{"eval":`...)
+	b = append(b, sg.evalQuoted...)
+	b = append(b, `,"id":`...)
+	b = appendString(b, s.ID)
+	b = append(b, `,"length":{"tokens":0},"depth":-1,"tokens":[0,0]`...)
+	if s.Failed {
+		b = appendFailure(b, s.FailCode, s.FailMsg)
+	}
+	b = appendAttempts(b, sg.attempts[s.RequestKey])
+	return append(b, '}')
+}
+
+func appendScores(b []byte, scorers []string, scores []store.RawScore) []byte {
+	started := false
+	for i, sc := range scores {
+		if !sc.Has || i >= len(scorers) {
+			continue
+		}
+		if started {
+			b = append(b, ',')
+		} else {
+			b = append(b, `,"scores":[`...)
+			started = true
+		}
+		b = append(b, `{"scorer":`...)
+		b = appendString(b, scorers[i])
+		b = append(b, `,"value":`...)
+		b = appendFloat(b, sc.Value)
+		if sc.Invalid {
+			b = append(b, `,"invalid":true`...)
+		}
+		if d := bytes.TrimSpace(sc.Details); len(d) > 2 {
+			b = append(b, `,"details":`...)
+			b = append(b, d...)
+		}
+		b = append(b, '}')
+	}
+	if started {
+		b = append(b, ']')
+	}
+	return b
+}
+
+func appendFailure(b []byte, code, msg string) []byte {
+	b = append(b, `,"failure":{"code":`...)
+	b = appendString(b, code)
+	b = append(b, `,"message":`...)
+	b = appendString(b, msg)
+	return append(b, '}')
+}
+
+func appendAttempts(b []byte, attempts []store.AttemptRecord) []byte {
+	if len(attempts) == 0 {
+		return b
+	}
+	b = append(b, `,"attempts":[`...)
+	for i, at := range attempts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"n":`...)
+		b = strconv.AppendInt(b, int64(at.Attempt), 10)
+		b = append(b, `,"status":`...)
+		b = appendString(b, at.Status)
+		b = append(b, `,"latency_ms":`...)
+		b = appendFloat(b, float64(at.Latency)/float64(time.Millisecond))
+		if at.Error != "" {
+			b = append(b, `,"error":`...)
+			b = appendString(b, at.Error)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// decodeRequest is parseRequest through encoding/json, for requests the
+// scanner does not follow; the strings come back escaped again.
+func decodeRequest(raw []byte) ([]rawMessage, []byte, error) {
+	var req struct {
+		Messages []sdk.Message   `json:"messages"`
+		Params   json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return nil, nil, err
+	}
+	msgs := make([]rawMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = rawMessage{role: appendStringBody(nil, m.Role), content: appendStringBody(nil, m.Content)}
+	}
+	return msgs, req.Params, nil
+}

@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// The lean read side of the reports: an index of a run's samples (where each
+// sits and how it ended, with no question, target or metadata decoded), the
+// sample scores without their details, and the samples of one key range with
+// their JSON columns left undecoded, so that a report of a 200,000-sample run
+// reads each row once, in key order, and several ranges can be read at once.
+
+// SamplePosition is one sample of an eval as an index of samples lists it.
+type SamplePosition struct {
+	ID         string
+	Index      int // position in the task's stream
+	Tokens     int // measured length
+	Depth      float64
+	Grid       *sdk.GridPoint // as the task asked for it; nil when it gave none
+	Truncated  bool
+	RequestKey string
+	Failed     bool
+	FailCode   string
+	FailMsg    string
+	// Lone: the sample failed before it was journaled as a sample, so it
+	// has only its ID, request key and failure.
+	Lone bool
+}
+
+// EachSamplePosition calls fn for every sample of one eval of a run in key
+// (sample ID) order, then for every failed sample that has no sample row.
+// fn must not keep the *SamplePosition: it is reused.
+func (s *Store) EachSamplePosition(ctx context.Context, runID, evalName string, fn func(*SamplePosition) error) error {
+	if err := s.flush(ctx); err != nil {
+		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT sa.sample_id, sa.seq, sa.length_tokens, sa.depth, sa.truncated, sa.request_key,
+			f.sample_id IS NOT NULL, COALESCE(f.code, ''), COALESCE(f.message, ''), sa.grid_length, sa.grid_depth
+		FROM samples sa
+			LEFT JOIN failures f ON f.run_id = sa.run_id AND f.eval_name = sa.eval_name AND f.sample_id = sa.sample_id
+		WHERE sa.run_id = $1 AND sa.eval_name = $2
+		ORDER BY sa.sample_id`, runID, evalName)
+	if err != nil {
+		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	}
+	defer rows.Close()
+	var (
+		p          SamplePosition
+		gridLength sql.NullInt64
+		gridDepth  sql.NullFloat64
+	)
+	for rows.Next() {
+		p = SamplePosition{}
+		if err := rows.Scan(&p.ID, &p.Index, &p.Tokens, &p.Depth, &p.Truncated, &p.RequestKey,
+			&p.Failed, &p.FailCode, &p.FailMsg, &gridLength, &gridDepth); err != nil {
+			return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+		}
+		if gridLength.Valid || gridDepth.Valid {
+			p.Grid = &sdk.GridPoint{Length: int(gridLength.Int64), Depth: gridDepth.Float64}
+		}
+		if err := fn(&p); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	}
+	rows.Close()
+	return s.eachLoneFailure(ctx, runID, evalName, func(a *SampleAnswer) error {
+		p = SamplePosition{ID: a.ID, Depth: -1, RequestKey: a.RequestKey, Failed: true, FailCode: a.FailCode, FailMsg: a.FailMessage, Lone: true}
+		return fn(&p)
+	})
+}
+
+// ScoreValue is one journaled score without its details.
+type ScoreValue struct {
+	SampleID string
+	Scorer   string
+	Value    float64
+	Invalid  bool
+}
+
+// EachScoreValue calls fn for every score of one eval of a run, by scorer
+// and then sample ID (the table's key order, read without sorting). fn must
+// not keep the *ScoreValue: it is reused.
+func (s *Store) EachScoreValue(ctx context.Context, runID, evalName string, fn func(*ScoreValue) error) error {
+	if err := s.flush(ctx); err != nil {
+		return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT sample_id, scorer, value, invalid FROM scores
+		WHERE run_id = $1 AND eval_name = $2 ORDER BY scorer, sample_id`, runID, evalName)
+	if err != nil {
+		return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
+	}
+	defer rows.Close()
+	var v ScoreValue
+	for rows.Next() {
+		if err := rows.Scan(&v.SampleID, &v.Scorer, &v.Value, &v.Invalid); err != nil {
+			return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
+		}
+		if err := fn(&v); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
+	}
+	return nil
+}
+
+// RawSampleAnswer is one sample row with its answer and request, its JSON
+// columns as journaled: a report that embeds them copies them as they are.
+type RawSampleAnswer struct {
+	ID           string
+	Question     string
+	Targets      []byte // JSON array
+	Metadata     []byte // JSON object
+	Tokens       int
+	Tokenizer    string
+	Depth        float64
+	Truncated    bool
+	SentTokens   int
+	RequestKey   string
+	Answered     bool
+	Text         string
+	FinishReason string
+	PromptTokens int
+	OutputTokens int
+	Latency      time.Duration
+	Request      []byte // JSON {messages, params}; empty when not answered
+	Failed       bool
+	FailCode     string
+	FailMessage  string
+	// Scores are the sample's scores with their details (JSON objects),
+	// in the order of the scorers asked for; Has false where none.
+	Scores []RawScore
+}
+
+// RawScore is one scorer's score of a RawSampleAnswer.
+type RawScore struct {
+	Has     bool
+	Value   float64
+	Invalid bool
+	Details []byte
+}
+
+// EachSampleAnswerRange calls fn, in key order, for every sample row of one
+// eval of a run whose ID lies in [fromID, toID], with its answer, request
+// and the scores of the scorers named. Lone failures (no sample row) are not
+// read. fn must not keep the *RawSampleAnswer or its byte slices: they are
+// reused.
+func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, fromID, toID string, scorers []string, fn func(*RawSampleAnswer) error) error {
+	if err := s.flush(ctx); err != nil {
+		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	}
+	// Scores first: a few rows per sample, by ID.
+	byID := map[string][]RawScore{}
+	for i, name := range scorers {
+		err := func() error {
+			rows, err := s.db.QueryContext(ctx, `SELECT sample_id, value, invalid, details FROM scores
+				WHERE run_id = $1 AND eval_name = $2 AND scorer = $3 AND sample_id >= $4 AND sample_id <= $5`,
+				runID, evalName, name, fromID, toID)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				sc := RawScore{Has: true}
+				if err := rows.Scan(&id, &sc.Value, &sc.Invalid, &sc.Details); err != nil {
+					return err
+				}
+				scs := byID[id]
+				if scs == nil {
+					scs = make([]RawScore, len(scorers))
+					byID[id] = scs
+				}
+				scs[i] = sc
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
+		}
+	}
+	none := make([]RawScore, len(scorers))
+
+	rows, err := s.db.QueryContext(ctx, `SELECT sa.sample_id, sa.question, sa.targets, sa.metadata, sa.length_tokens, sa.tokenizer,
+			sa.depth, sa.truncated, sa.sent_tokens, sa.request_key,
+			r.key IS NOT NULL, COALESCE(r.text, ''), COALESCE(r.finish_reason, ''), COALESCE(r.prompt_tokens, 0),
+			COALESCE(r.completion_tokens, 0), COALESCE(r.latency_ms, 0), COALESCE(r.request, ''),
+			f.sample_id IS NOT NULL, COALESCE(f.code, ''), COALESCE(f.message, '')
+		FROM samples sa
+			LEFT JOIN responses r ON r.key = sa.request_key
+			LEFT JOIN failures f ON f.run_id = sa.run_id AND f.eval_name = sa.eval_name AND f.sample_id = sa.sample_id
+		WHERE sa.run_id = $1 AND sa.eval_name = $2 AND sa.sample_id >= $3 AND sa.sample_id <= $4
+		ORDER BY sa.sample_id`, runID, evalName, fromID, toID)
+	if err != nil {
+		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	}
+	defer rows.Close()
+	var (
+		a                          RawSampleAnswer
+		latencyMS                  float64
+		targets, metadata, request sql.RawBytes
+	)
+	for rows.Next() {
+		// RawBytes: the request, a whole context, is read into one
+		// reused buffer rather than copied per sample.
+		if err := rows.Scan(&a.ID, &a.Question, &targets, &metadata, &a.Tokens, &a.Tokenizer,
+			&a.Depth, &a.Truncated, &a.SentTokens, &a.RequestKey,
+			&a.Answered, &a.Text, &a.FinishReason, &a.PromptTokens, &a.OutputTokens, &latencyMS, &request,
+			&a.Failed, &a.FailCode, &a.FailMessage); err != nil {
+			return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+		}
+		a.Targets, a.Metadata, a.Request = targets, metadata, request
+		a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
+		if a.Scores = byID[a.ID]; a.Scores == nil {
+			a.Scores = none
+		}
+		if err := fn(&a); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	}
+	return nil
+}
+
+// SampleScores returns the scores, with details, of one sample of an eval
+// by the scorers named, in their order (Has false where none). One lookup
+// per scorer: the table's key leads with the scorer.
+func (s *Store) SampleScores(ctx context.Context, runID, evalName, sampleID string, scorers []string) ([]RawScore, error) {
+	if err := s.flush(ctx); err != nil {
+		return nil, fmt.Errorf("scores of %s/%s/%s: %w", runID, evalName, sampleID, err)
+	}
+	out := make([]RawScore, len(scorers))
+	for i, name := range scorers {
+		sc := RawScore{Has: true}
+		err := s.db.QueryRowContext(ctx, `SELECT value, invalid, details FROM scores
+			WHERE run_id = $1 AND eval_name = $2 AND scorer = $3 AND sample_id = $4`, runID, evalName, name, sampleID).
+			Scan(&sc.Value, &sc.Invalid, &sc.Details)
+		if err == sql.ErrNoRows {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scores of %s/%s/%s: scorer %s: %w", runID, evalName, sampleID, name, err)
+		}
+		out[i] = sc
+	}
+	return out, nil
+}
+
+// ResponseIdentity returns the identity of the model that gave the
+// journaled response with this request key; false when none is journaled.
+func (s *Store) ResponseIdentity(ctx context.Context, key string) (ModelIdentity, bool, error) {
+	var (
+		id  ModelIdentity
+		raw string
+	)
+	if err := s.flush(ctx); err != nil {
+		return id, false, fmt.Errorf("model identity of response %s: %w", key, err)
+	}
+	err := s.db.QueryRowContext(ctx, `SELECT identity FROM responses WHERE key = $1`, key).Scan(&raw)
+	if err == sql.ErrNoRows {
+		return id, false, nil
+	}
+	if err != nil {
+		return id, false, fmt.Errorf("model identity of response %s: %w", key, err)
+	}
+	if err := json.Unmarshal([]byte(raw), &id); err != nil {
+		return id, false, fmt.Errorf("model identity of response %s: %w", key, err)
+	}
+	return id, true, nil
+}
