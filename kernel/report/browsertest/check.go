@@ -40,19 +40,15 @@ func CheckPage(t *testing.T, b *Browser, url, hostileID, shot string) {
 	run(chromedp.Poll[chromedp.Void](`document.body.dataset.ready === "1"`))
 
 	// One cell per grid point in model a's heatmap, coloured by its score.
-	cells := eval(`JSON.stringify(Array.from(document.querySelector('article[data-eval="needle/model.test.a/none"] svg.heatmap').querySelectorAll("rect.hm-cell")).map(r => [r.dataset.length, r.dataset.depth, r.getAttribute("fill")]))`)
-	var got [][3]string
-	if err := json.Unmarshal([]byte(cells), &got); err != nil {
-		t.Fatalf("%v: %s", err, cells)
-	}
+	got := HeatmapCells(t, b, `article[data-eval="needle/model.test.a/none"] svg.heatmap`)
 	if len(got) != len(reporttest.Lengths)*len(reporttest.Depths) {
 		t.Fatalf("%d heatmap cells, want %d", len(got), len(reporttest.Lengths)*len(reporttest.Depths))
 	}
 	for _, c := range got {
-		l, _ := strconv.Atoi(c[0])
-		d, _ := strconv.ParseFloat(c[1], 64)
-		if want := reporttest.WantColour[reporttest.Known(l, d)]; c[2] != want {
-			t.Errorf("cell %s × %s: fill %s, want %s", c[0], c[1], c[2], want)
+		l, _ := strconv.Atoi(c.X)
+		d, _ := strconv.ParseFloat(c.Y, 64)
+		if want := reporttest.WantColour[reporttest.Known(l, d)]; c.Fill != want {
+			t.Errorf("cell %s × %s: fill %s, want %s", c.X, c.Y, c.Fill, want)
 		}
 	}
 
@@ -104,4 +100,30 @@ func CheckPage(t *testing.T, b *Browser, url, hostileID, shot string) {
 	if p := b.Problems(); len(p) > 0 {
 		t.Errorf("console: %q", p)
 	}
+}
+
+// Cell is one cell of a heatmap on the page: its column and row keys
+// (data-x, data-y) and its colour.
+type Cell struct {
+	X, Y, Fill string
+}
+
+// HeatmapCells lists the cells of the first heatmap matching selector.
+func HeatmapCells(t *testing.T, b *Browser, selector string) []Cell {
+	t.Helper()
+	sel, _ := json.Marshal(selector)
+	js := `JSON.stringify(Array.from(document.querySelector(` + string(sel) + `).querySelectorAll("rect.hm-cell")).map(r => [r.dataset.x, r.dataset.y, r.getAttribute("fill")]))`
+	v, err := chromedp.Run(b.Ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		t.Fatalf("heatmap %s: %v", selector, err)
+	}
+	var raw [][3]string
+	if err := json.Unmarshal([]byte(v), &raw); err != nil {
+		t.Fatalf("heatmap %s: %v: %s", selector, err, v)
+	}
+	out := make([]Cell, len(raw))
+	for i, r := range raw {
+		out[i] = Cell{r[0], r[1], r[2]}
+	}
+	return out
 }

@@ -142,7 +142,6 @@ func elisionMarker(left int) string {
 type segment struct {
 	ev         *journal.Eval
 	from, to   int // ev.Samples[from:to]
-	attempts   map[string][]store.AttemptRecord
 	evalQuoted []byte
 }
 
@@ -157,14 +156,10 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 		if len(ev.Samples) == 0 {
 			continue
 		}
-		attempts, err := st.EvalAttempts(ctx, p.run.ID, ev.Name)
-		if err != nil {
-			return err
-		}
 		quoted := appendString(nil, ev.Name)
 		for i := 0; i < len(ev.Samples); {
 			j := min(len(ev.Samples), i+p.opts.ChunkSize-n)
-			cur = append(cur, segment{ev: ev, from: i, to: j, attempts: attempts, evalQuoted: quoted})
+			cur = append(cur, segment{ev: ev, from: i, to: j, evalQuoted: quoted})
 			n += j - i
 			i = j
 			if n == p.opts.ChunkSize {
@@ -249,8 +244,8 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 type blockBuilder struct {
 	json, gz bytes.Buffer
 	zw       *gzip.Writer
-	item     []byte
-	items    [][]byte
+	arena    []byte   // the segment's details, one after another
+	spans    [][2]int // each sample's detail in arena; {0, 0}: none
 }
 
 // build reads one block's samples from the journal and returns the block:
@@ -262,15 +257,22 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 	first := true
 	for _, sg := range segs {
 		samples := sg.ev.Samples[sg.from:sg.to]
-		bb.items = bb.items[:0]
+		bb.arena = bb.arena[:0]
+		bb.spans = bb.spans[:0]
 		for range samples {
-			bb.items = append(bb.items, nil)
+			bb.spans = append(bb.spans, [2]int{})
 		}
 		pos := make(map[string]int, len(samples))
 		lo, hi := "", ""
 		for i, s := range samples {
 			if s.Lone {
-				bb.items[i] = appendLone(nil, sg, s)
+				attempts, err := st.Attempts(ctx, s.RequestKey)
+				if err != nil {
+					return nil, err
+				}
+				start := len(bb.arena)
+				bb.arena = appendLone(bb.arena, sg, s, attempts)
+				bb.spans[i] = [2]int{start, len(bb.arena)}
 				continue
 			}
 			pos[s.ID] = i
@@ -285,23 +287,27 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				if !ok {
 					return nil // journaled after the index was read (a live run)
 				}
+				start := len(bb.arena)
 				var err error
-				bb.items[i], err = appendDetail(nil, sg, a, maxChars)
-				return err
+				if bb.arena, err = appendDetail(bb.arena, sg, a, maxChars); err != nil {
+					return err
+				}
+				bb.spans[i] = [2]int{start, len(bb.arena)}
+				return nil
 			})
 			if err != nil {
 				return nil, err
 			}
 		}
-		for _, it := range bb.items {
+		for _, sp := range bb.spans {
 			if !first {
 				bb.json.WriteByte(',')
 			}
 			first = false
-			if it == nil {
+			if sp[1] == 0 {
 				bb.json.WriteString("null")
 			} else {
-				bb.json.Write(it)
+				bb.json.Write(bb.arena[sp[0]:sp[1]])
 			}
 		}
 	}
@@ -410,7 +416,7 @@ func appendDetail(b []byte, sg segment, a *store.RawSampleAnswer, maxChars int) 
 	if a.Failed {
 		b = appendFailure(b, a.FailCode, a.FailMessage)
 	}
-	b = appendAttempts(b, sg.attempts[a.RequestKey])
+	b = appendAttempts(b, a.Attempts)
 	if m := bytes.TrimSpace(a.Metadata); len(m) > 0 && string(m) != "{}" && string(m) != "null" {
 		b = append(b, `,"metadata":`...)
 		b = append(b, m...)
@@ -420,7 +426,7 @@ func appendDetail(b []byte, sg segment, a *store.RawSampleAnswer, maxChars int) 
 
 // appendLone appends the detail of a sample that failed before it was
 // journaled as a sample: its ID, failure and attempts.
-func appendLone(b []byte, sg segment, s *journal.Sample) []byte {
+func appendLone(b []byte, sg segment, s *journal.Sample, attempts []store.AttemptRecord) []byte {
 	b = append(b, `{"eval":`...)
 	b = append(b, sg.evalQuoted...)
 	b = append(b, `,"id":`...)
@@ -429,7 +435,7 @@ func appendLone(b []byte, sg segment, s *journal.Sample) []byte {
 	if s.Failed {
 		b = appendFailure(b, s.FailCode, s.FailMsg)
 	}
-	b = appendAttempts(b, sg.attempts[s.RequestKey])
+	b = appendAttempts(b, attempts)
 	return append(b, '}')
 }
 

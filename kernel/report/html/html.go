@@ -205,6 +205,9 @@ func (p *page) evals() {
 			val := report.Missing
 			if m.N > 0 {
 				val = fmt.Sprintf("%.3f", m.Value)
+				if m.Recomputed {
+					val += "<sup>†</sup>"
+				}
 			}
 			p.printf(`<tr><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td><td class="num">%d</td></tr>`,
 				esc(m.Scorer), val, ci(m), m.N, m.Invalid)
@@ -219,6 +222,18 @@ func (p *page) evals() {
 				p.printf(`<figure><figcaption>%s: length × depth</figcaption>%s</figure>`, esc(name), Heatmap(cells, ev.Lengths, ev.Depths, name))
 			}
 		}
+		// Heatmaps the scorers drew from their own grid (Counting-Stars'
+		// counting index × length).
+		for _, m := range ev.Metrics {
+			hs, err := sdk.HeatmapsOf(m.Details)
+			if err != nil {
+				p.printf(`<p class="note fail">%s: %s</p>`, esc(m.Scorer), esc(err.Error()))
+				continue
+			}
+			for _, h := range hs {
+				p.printf(`<figure class="scorer-heatmap" data-heatmap="%s"><figcaption>%s</figcaption>%s</figure>`, esc(h.ID), esc(h.Title), FigureHeatmap(h))
+			}
+		}
 		if len(ev.Lengths) >= 2 {
 			series := map[string][]journal.Cell{}
 			for i, name := range ev.Scorers {
@@ -231,7 +246,7 @@ func (p *page) evals() {
 		p.raw("</article>\n")
 	}
 	if recomputed {
-		p.raw(`<p class="note">Metrics marked by this note are recomputed from the journaled sample scores as plain means with a seeded 95% bootstrap CI; a scorer with its own aggregate (F1 over a corpus, Counting-Stars' cell mean) may report a different value in the run's summary.</p>`)
+		p.raw(`<p class="note">† Recomputed from the journaled sample scores as plain means with a seeded 95% bootstrap CI; a scorer with its own aggregate (F1 over a corpus, Counting-Stars' cell mean) may report a different value in the run's summary.</p>`)
 	}
 	p.raw("</section>\n")
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/hayloft/hayloft/kernel/report"
 	"github.com/hayloft/hayloft/kernel/report/browsertest"
 	"github.com/hayloft/hayloft/kernel/report/html"
@@ -77,6 +79,57 @@ func TestReportInChromium(t *testing.T) {
 	browsertest.CheckPage(t, b, url, hostileID, "report.png")
 	if f := b.ForeignRequests(url); len(f) > 0 {
 		t.Errorf("requests left the page: %q", f)
+	}
+}
+
+// A scorer's own heatmap (Counting-Stars' counting index × length, from its
+// journaled aggregate) is drawn in a real Chromium with one cell per grid
+// point, coloured by the credit the answers earned there.
+func TestScorerHeatmapInChromium(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hayloft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id, err := reporttest.CountingStars(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(path, writeReport(t, st, id, html.Options{}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := browsertest.New(t)
+	if _, err := chromedp.Run(b.Ctx, chromedp.Navigate("file://"+path)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(b.Ctx, chromedp.Poll[chromedp.Void](`document.body.dataset.ready === "1"`)); err != nil {
+		t.Fatal(err)
+	}
+	cells := browsertest.HeatmapCells(t, b, `figure[data-heatmap="countingstars.index_by_length"] svg.heatmap`)
+	if want := len(reporttest.CSLengths) * len(reporttest.CSCounts); len(cells) != want {
+		t.Fatalf("%d heatmap cells, want %d", len(cells), want)
+	}
+	seen := map[[2]string]bool{}
+	for _, c := range cells {
+		l, _ := strconv.Atoi(c.X)
+		i, _ := strconv.Atoi(c.Y)
+		seen[[2]string{c.X, c.Y}] = true
+		if want := reporttest.WantColour[reporttest.CSKnown(i-1, l)]; c.Fill != want {
+			t.Errorf("index %s × length %s: fill %s, want %s", c.Y, c.X, c.Fill, want)
+		}
+	}
+	if len(seen) != len(cells) {
+		t.Errorf("cells repeat a grid point: %v", cells)
+	}
+	title, err := chromedp.Run(b.Ctx, chromedp.Evaluate[string](`document.querySelector('figure[data-heatmap] rect.hm-cell title').textContent`))
+	if err != nil || !strings.Contains(title, "counting index 1") || !strings.Contains(title, "1.000") {
+		t.Errorf("hover text %q (%v): want the index, length and value", title, err)
+	}
+	b.Screenshot(t, "report-countingstars.png")
+	if p := b.Problems(); len(p) > 0 {
+		t.Errorf("console: %q", p)
 	}
 }
 

@@ -253,9 +253,27 @@ func rawRunes(body []byte, at ...int) (n int, offs []int) {
 			offs[k] = i
 			k++
 		}
-		c := body[i]
+		if body[i] != '\\' {
+			// A run without escapes: counted at once, or walked up to
+			// the next offset asked for when that may fall inside it.
+			end := len(body)
+			if j := bytes.IndexByte(body[i:], '\\'); j >= 0 {
+				end = i + j
+			}
+			if k == len(at) || at[k]-n >= end-i {
+				n += utf8.RuneCount(body[i:end])
+				i = end
+				continue
+			}
+			for i < end && n < at[k] {
+				_, size := utf8.DecodeRune(body[i:end])
+				i += size
+				n++
+			}
+			continue
+		}
 		switch {
-		case c == '\\' && i+1 < len(body) && body[i+1] == 'u' && i+6 <= len(body):
+		case i+6 <= len(body) && body[i+1] == 'u':
 			r := hex4(body[i+2 : i+6])
 			i += 6
 			if r >= 0xD800 && r < 0xDC00 && i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
@@ -263,13 +281,8 @@ func rawRunes(body []byte, at ...int) (n int, offs []int) {
 					i += 6
 				}
 			}
-		case c == '\\':
-			i += 2
-		case c < utf8.RuneSelf:
-			i++
 		default:
-			_, size := utf8.DecodeRune(body[i:])
-			i += size
+			i += 2
 		}
 		n++
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hayloft/hayloft/kernel/report/journal"
+	"github.com/hayloft/hayloft/sdk"
 )
 
 // The red → yellow → green scale of the usual needle-in-a-haystack heatmaps:
@@ -54,43 +55,135 @@ func normaliser(vals []float64, lowerIsBetter bool) (func(float64) float64, bool
 	}, false
 }
 
+// grid is a heatmap to draw: columns along x, rows down y.
+type grid struct {
+	aria           string
+	xLabel, yLabel string
+	xKeys, yKeys   []string // each position's key, for data-x and data-y
+	xTicks, yTicks []string // what is printed along the axes
+	cells          []gridCell
+	lowerIsBetter  bool
+}
+
+type gridCell struct {
+	col, row int
+	value    float64
+	n        int    // samples; 0 when not known
+	attrs    string // further attributes of the cell (escaped)
+	title    string // what hovering shows (unescaped)
+}
+
+// draw draws the grid as SVG: one rect per cell with a value (class
+// hm-cell, data-x, data-y and data-value for tests and scripts), its value
+// on hover, and a legend of the scale. Large grids get smaller cells and
+// every k-th tick label.
+func (g grid) draw() string {
+	cw := min(44, max(14, 900/max(1, len(g.xTicks))))
+	ch := min(22, max(10, 560/max(1, len(g.yTicks))))
+	left, top := 64, 10
+	w := max(left+cw*len(g.xTicks)+90, 300)
+	h := top + ch*len(g.yTicks) + 40
+	vals := make([]float64, len(g.cells))
+	for i, c := range g.cells {
+		vals[i] = c.value
+	}
+	norm, identity := normaliser(vals, g.lowerIsBetter)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, w, h, esc(g.aria))
+	ystep := (14 + ch - 1) / ch
+	for i, t := range g.yTicks {
+		if i%ystep == 0 {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" class="ax" text-anchor="end">%s</text>`, left-6, top+ch*i+ch/2+4, esc(t))
+		}
+	}
+	xstep := (34 + cw - 1) / cw
+	for i, t := range g.xTicks {
+		if i%xstep == 0 {
+			fmt.Fprintf(&b, `<text x="%d" y="%d" class="ax" text-anchor="middle">%s</text>`, left+cw*i+cw/2, top+ch*len(g.yTicks)+14, esc(t))
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="ax" text-anchor="middle">%s · rows: %s</text>`, left+cw*len(g.xTicks)/2, top+ch*len(g.yTicks)+32, esc(g.xLabel), esc(g.yLabel))
+	for _, c := range g.cells {
+		x, y := left+cw*c.col, top+ch*c.row
+		n := ""
+		if c.n > 0 {
+			n = fmt.Sprintf(" (n=%d)", c.n)
+		}
+		fmt.Fprintf(&b, `<rect class="hm-cell" x="%d" y="%d" width="%d" height="%d" fill="%s" data-x="%s" data-y="%s"%s data-value="%s"><title>%s: %.3f%s</title></rect>`,
+			x, y, cw-1, ch-1, Colour(norm(c.value)), esc(g.xKeys[c.col]), esc(g.yKeys[c.row]), c.attrs, strconv.FormatFloat(c.value, 'f', -1, 64),
+			esc(c.title), c.value, n)
+	}
+	// The legend: the scale's colours and what they stand for.
+	lx := left + cw*len(g.xTicks) + 16
+	lo, hi := 0.0, 1.0
+	if !identity && len(vals) > 0 {
+		lo, hi = vals[0], vals[0]
+		for _, v := range vals {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if g.lowerIsBetter {
+			lo, hi = hi, lo
+		}
+	}
+	const steps = 5
+	for i := range steps {
+		t := float64(steps-1-i) / (steps - 1)
+		fmt.Fprintf(&b, `<rect class="hm-legend" x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d" class="ax">%s</text>`,
+			lx, top+14*i, Colour(t), lx+16, top+14*i+10, strconv.FormatFloat(lo+(hi-lo)*t, 'g', 3, 64))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
 // Heatmap draws the length × depth grid of an eval's scorer as SVG: one rect
-// per grid point with a sample score (class hm-cell, data-length,
-// data-depth and data-value for tests and scripts), its value on hover.
+// per grid point with a sample score (also data-length and data-depth), its
+// value on hover.
 func Heatmap(cells []journal.Cell, lengths []int, depths []float64, scorer string) string {
-	const cw, ch, left, top = 44, 22, 64, 10
-	w := max(left+cw*len(lengths)+10, 300)
-	h := top + ch*len(depths) + 40
+	g := grid{aria: scorer + " by context length and depth", xLabel: "context length (tokens)", yLabel: "evidence depth"}
 	col := map[int]int{}
 	for i, l := range lengths {
 		col[l] = i
+		g.xKeys = append(g.xKeys, strconv.Itoa(l))
+		g.xTicks = append(g.xTicks, shortLen(l))
 	}
 	row := map[float64]int{}
 	for i, d := range depths {
 		row[d] = i
+		g.yKeys = append(g.yKeys, strconv.FormatFloat(d, 'f', -1, 64))
+		g.yTicks = append(g.yTicks, strconv.FormatFloat(d*100, 'f', -1, 64)+"%")
 	}
-	vals := make([]float64, len(cells))
-	for i, c := range cells {
-		vals[i] = c.Mean
-	}
-	norm, _ := normaliser(vals, false)
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s by context length and depth">`, w, h, esc(scorer))
-	for i, d := range depths {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" class="ax" text-anchor="end">%s%%</text>`, left-6, top+ch*i+ch/2+4, strconv.FormatFloat(d*100, 'f', -1, 64))
-	}
-	for i, l := range lengths {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" class="ax" text-anchor="middle">%s</text>`, left+cw*i+cw/2, top+ch*len(depths)+14, shortLen(l))
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="ax" text-anchor="middle">context length (tokens) · rows: evidence depth</text>`, left+cw*len(lengths)/2, top+ch*len(depths)+32)
 	for _, c := range cells {
-		x, y := left+cw*col[c.Length], top+ch*row[c.Depth]
-		fmt.Fprintf(&b, `<rect class="hm-cell" x="%d" y="%d" width="%d" height="%d" fill="%s" data-length="%d" data-depth="%s" data-value="%s"><title>length %d, depth %s%%: %.3f (n=%d)</title></rect>`,
-			x, y, cw-1, ch-1, Colour(norm(c.Mean)), c.Length, strconv.FormatFloat(c.Depth, 'f', -1, 64), strconv.FormatFloat(c.Mean, 'f', -1, 64),
-			c.Length, strconv.FormatFloat(c.Depth*100, 'f', -1, 64), c.Mean, c.N)
+		g.cells = append(g.cells, gridCell{col: col[c.Length], row: row[c.Depth], value: c.Mean, n: c.N,
+			attrs: fmt.Sprintf(` data-length="%d" data-depth="%s"`, c.Length, strconv.FormatFloat(c.Depth, 'f', -1, 64)),
+			title: fmt.Sprintf("length %d, depth %s%%", c.Length, strconv.FormatFloat(c.Depth*100, 'f', -1, 64))})
 	}
-	b.WriteString(`</svg>`)
-	return b.String()
+	return g.draw()
+}
+
+// FigureHeatmap draws a heatmap a scorer offers (sdk.Heatmap) as SVG, as
+// Heatmap draws the samples' length × depth grid.
+func FigureHeatmap(h sdk.Heatmap) string {
+	g := grid{aria: h.Title, xLabel: h.X.Label, yLabel: h.Y.Label, xKeys: h.X.Keys, yKeys: h.Y.Keys, lowerIsBetter: h.LowerIsBetter}
+	for i := range h.X.Keys {
+		g.xTicks = append(g.xTicks, h.X.TickLabel(i))
+	}
+	for i := range h.Y.Keys {
+		g.yTicks = append(g.yTicks, h.Y.TickLabel(i))
+	}
+	for i, row := range h.Values {
+		for j, v := range row {
+			if v == nil {
+				continue
+			}
+			c := gridCell{col: j, row: i, value: *v,
+				title: fmt.Sprintf("%s %s, %s %s", h.Y.Label, h.Y.TickLabel(i), h.X.Label, h.X.TickLabel(j))}
+			if i < len(h.N) && j < len(h.N[i]) {
+				c.n = h.N[i][j]
+			}
+			g.cells = append(g.cells, c)
+		}
+	}
+	return g.draw()
 }
 
 // LengthPlot draws each series' mean score against context length as SVG

@@ -452,6 +452,9 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 		details["size_rule"] = run.SizeRule
 	}
 	details = sdk.WithTables(details, paperTables(run, value, len(rows), byLen)...)
+	if heat != nil {
+		details = sdk.WithHeatmaps(details, heat.Figure(run.Mode, run.Language))
+	}
 	return &sdk.AggregateResponse{
 		Value:   value,
 		N:       len(req.Scores),
@@ -467,6 +470,34 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 type Heatmap struct {
 	Lengths []int       `json:"lengths"`
 	Rows    [][]float64 `json:"rows"` // Rows[i][k]: index i at Lengths[k]
+}
+
+// HeatmapID names the counting index × length heatmap among a report's.
+const HeatmapID = "countingstars.index_by_length"
+
+// Figure is the heatmap as reports draw it (sdk.Heatmap): counting
+// indices down, nominal lengths across, as the paper's Figures 2 and 3.
+func (h *Heatmap) Figure(mode, language string) sdk.Heatmap {
+	title := "Counting-Stars: mean credit by counting index × context length (paper Figures 2 and 3)"
+	if mode != "" && language != "" {
+		title = fmt.Sprintf("Counting-Stars %s %s: mean credit by counting index × context length (paper Figures 2 and 3)", mode, strings.ToUpper(language))
+	}
+	f := sdk.Heatmap{ID: HeatmapID, Title: title,
+		X: sdk.Axis{Label: "context length (nominal)"},
+		Y: sdk.Axis{Label: "counting index"}}
+	for _, l := range h.Lengths {
+		f.X.Keys = append(f.X.Keys, strconv.Itoa(l))
+		f.X.Labels = append(f.X.Labels, ShortLength(l))
+	}
+	for i, row := range h.Rows {
+		f.Y.Keys = append(f.Y.Keys, strconv.Itoa(i+1))
+		vals := make([]*float64, len(row))
+		for k := range row {
+			vals[k] = &row[k]
+		}
+		f.Values = append(f.Values, vals)
+	}
+	return f
 }
 
 // layout groups per-index hits by nominal length: the mean per length and,

@@ -376,6 +376,24 @@ func TestWithTask(t *testing.T) {
 	if heat.Rows[0][0] != 1 || heat.Rows[0][1] != 0.5 || heat.Rows[31][0] != 0 {
 		t.Errorf("heatmap rows 0 and 31: %v, %v", heat.Rows[0], heat.Rows[31])
 	}
+	// The same grid as reports draw it, after the journal's round trip.
+	b, err := json.Marshal(agg.Details)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire map[string]any
+	if err := json.Unmarshal(b, &wire); err != nil {
+		t.Fatal(err)
+	}
+	figs, err := sdk.HeatmapsOf(wire)
+	if err != nil || len(figs) != 1 {
+		t.Fatalf("heatmaps %v, %v", figs, err)
+	}
+	fig := figs[0]
+	if fig.ID != HeatmapID || !slices.Equal(fig.X.Keys, []string{"8000", "16000", "24000", "32000"}) || fig.X.TickLabel(0) != "8K" ||
+		len(fig.Y.Keys) != 32 || fig.Y.Keys[0] != "1" || *fig.Values[0][0] != 1 || *fig.Values[0][1] != 0.5 || *fig.Values[31][0] != 0 {
+		t.Errorf("heatmap figure %+v", fig)
+	}
 	if byLen := agg.Details["by_length"].(map[string]float64); byLen["8000"] != 0.5 || byLen["16000"] != 0.25 {
 		t.Errorf("by length %v", byLen)
 	}
