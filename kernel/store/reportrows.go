@@ -116,6 +116,7 @@ func (s *Store) EachScoreValue(ctx context.Context, runID, evalName string, fn f
 
 // RawSampleAnswer is one sample row with its answer and request, its JSON
 // columns as journaled: a report that embeds them copies them as they are.
+// Whether the sample failed is in its SamplePosition.
 type RawSampleAnswer struct {
 	ID           string
 	Question     string
@@ -134,12 +135,13 @@ type RawSampleAnswer struct {
 	OutputTokens int
 	Latency      time.Duration
 	Request      []byte // JSON {messages, params}; empty when not answered
-	Failed       bool
-	FailCode     string
-	FailMessage  string
 	// Scores are the sample's scores with their details (JSON objects),
 	// in the order of the scorers asked for; Has false where none.
 	Scores []RawScore
+	// Attempts are every journaled try at the sample's request, oldest
+	// first (tries are journaled per request, so a request asked in an
+	// earlier run shows those too).
+	Attempts []AttemptRecord
 }
 
 // RawScore is one scorer's score of a RawSampleAnswer.
@@ -154,7 +156,9 @@ type RawScore struct {
 // eval of a run whose ID lies in [fromID, toID], with its answer, request
 // and the scores of the scorers named. Lone failures (no sample row) are not
 // read. fn must not keep the *RawSampleAnswer or its byte slices: they are
-// reused.
+// reused. Each of the range's tables is read in one query, so ranges of a
+// few hundred samples cost little more than one pass over the eval, and
+// several ranges can be read at once.
 func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, fromID, toID string, scorers []string, fn func(*RawSampleAnswer) error) error {
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
@@ -190,15 +194,17 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 		}
 	}
 	none := make([]RawScore, len(scorers))
+	attempts, err := s.rangeAttempts(ctx, runID, evalName, fromID, toID)
+	if err != nil {
+		return err
+	}
 
 	rows, err := s.db.QueryContext(ctx, `SELECT sa.sample_id, sa.question, sa.targets, sa.metadata, sa.length_tokens, sa.tokenizer,
 			sa.depth, sa.truncated, sa.sent_tokens, sa.request_key,
 			r.key IS NOT NULL, COALESCE(r.text, ''), COALESCE(r.finish_reason, ''), COALESCE(r.prompt_tokens, 0),
-			COALESCE(r.completion_tokens, 0), COALESCE(r.latency_ms, 0), COALESCE(r.request, ''),
-			f.sample_id IS NOT NULL, COALESCE(f.code, ''), COALESCE(f.message, '')
+			COALESCE(r.completion_tokens, 0), COALESCE(r.latency_ms, 0), COALESCE(r.request, '')
 		FROM samples sa
 			LEFT JOIN responses r ON r.key = sa.request_key
-			LEFT JOIN failures f ON f.run_id = sa.run_id AND f.eval_name = sa.eval_name AND f.sample_id = sa.sample_id
 		WHERE sa.run_id = $1 AND sa.eval_name = $2 AND sa.sample_id >= $3 AND sa.sample_id <= $4
 		ORDER BY sa.sample_id`, runID, evalName, fromID, toID)
 	if err != nil {
@@ -215,8 +221,7 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 		// reused buffer rather than copied per sample.
 		if err := rows.Scan(&a.ID, &a.Question, &targets, &metadata, &a.Tokens, &a.Tokenizer,
 			&a.Depth, &a.Truncated, &a.SentTokens, &a.RequestKey,
-			&a.Answered, &a.Text, &a.FinishReason, &a.PromptTokens, &a.OutputTokens, &latencyMS, &request,
-			&a.Failed, &a.FailCode, &a.FailMessage); err != nil {
+			&a.Answered, &a.Text, &a.FinishReason, &a.PromptTokens, &a.OutputTokens, &latencyMS, &request); err != nil {
 			return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
 		}
 		a.Targets, a.Metadata, a.Request = targets, metadata, request
@@ -224,6 +229,7 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 		if a.Scores = byID[a.ID]; a.Scores == nil {
 			a.Scores = none
 		}
+		a.Attempts = attempts[a.RequestKey]
 		if err := fn(&a); err != nil {
 			return err
 		}
@@ -232,6 +238,41 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
 	}
 	return nil
+}
+
+// rangeAttempts reads the tries at the requests of an eval's samples with
+// IDs in [fromID, toID], by request key, oldest first: one index lookup per
+// request.
+func (s *Store) rangeAttempts(ctx context.Context, runID, evalName, fromID, toID string) (map[string][]AttemptRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT request_key, attempt, status, latency_ms, error, created_at FROM attempts
+		WHERE request_key IN (SELECT request_key FROM samples
+			WHERE run_id = $1 AND eval_name = $2 AND sample_id >= $3 AND sample_id <= $4)
+		ORDER BY id`, runID, evalName, fromID, toID)
+	if err != nil {
+		return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
+	}
+	defer rows.Close()
+	out := map[string][]AttemptRecord{}
+	for rows.Next() {
+		var (
+			key       string
+			a         AttemptRecord
+			latencyMS float64
+			created   string
+		)
+		if err := rows.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error, &created); err != nil {
+			return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
+		}
+		a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
+		if a.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("attempts of %s/%s: request %s: created_at: %w", runID, evalName, key, err)
+		}
+		out[key] = append(out[key], a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
+	}
+	return out, nil
 }
 
 // SampleScores returns the scores, with details, of one sample of an eval

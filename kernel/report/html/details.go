@@ -289,7 +289,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				}
 				start := len(bb.arena)
 				var err error
-				if bb.arena, err = appendDetail(bb.arena, sg, a, maxChars); err != nil {
+				if bb.arena, err = appendDetail(bb.arena, sg, samples[i], a, maxChars); err != nil {
 					return err
 				}
 				bb.spans[i] = [2]int{start, len(bb.arena)}
@@ -330,9 +330,9 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 }
 
 // appendDetail appends the JSON of MakeDetail(…, maxChars) for a sample
-// row, copying its journaled JSON (request, targets, metadata, score
+// row (its failure, if any, from s), copying its journaled JSON (request, targets, metadata, score
 // details) rather than decoding it.
-func appendDetail(b []byte, sg segment, a *store.RawSampleAnswer, maxChars int) ([]byte, error) {
+func appendDetail(b []byte, sg segment, s *journal.Sample, a *store.RawSampleAnswer, maxChars int) ([]byte, error) {
 	b = append(b, `{"eval":`...)
 	b = append(b, sg.evalQuoted...)
 	b = append(b, `,"id":`...)
@@ -413,8 +413,8 @@ func appendDetail(b []byte, sg segment, a *store.RawSampleAnswer, maxChars int) 
 		b = appendFloat(b, ms)
 	}
 	b = appendScores(b, sg.ev.Scorers, a.Scores)
-	if a.Failed {
-		b = appendFailure(b, a.FailCode, a.FailMessage)
+	if s.Failed { // as the index read it
+		b = appendFailure(b, s.FailCode, s.FailMsg)
 	}
 	b = appendAttempts(b, a.Attempts)
 	if m := bytes.TrimSpace(a.Metadata); len(m) > 0 && string(m) != "{}" && string(m) != "null" {

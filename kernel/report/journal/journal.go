@@ -183,6 +183,22 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 	lengths, depths := map[int]bool{}, map[float64]bool{}
 	// Sample rows come in ID order, then the lone failures.
 	rowsEnd := 0
+	// The sample positions and the score values are read at once (two
+	// connections), the scores kept in key order until the samples are in.
+	var values []store.ScoreValue
+	var valuesErr error
+	done := make(chan struct{})
+	if !details {
+		go func() {
+			defer close(done)
+			valuesErr = st.EachScoreValue(ctx, runID, ev.Name, func(r *store.ScoreValue) error {
+				values = append(values, *r)
+				return nil
+			})
+		}()
+	} else {
+		close(done)
+	}
 	err := st.EachSamplePosition(ctx, runID, ev.Name, func(p *store.SamplePosition) error {
 		s := &Sample{ID: p.ID, Seq: p.Index, Truncated: p.Truncated, RequestKey: p.RequestKey,
 			Failed: p.Failed, FailCode: p.FailCode, FailMsg: p.FailMsg, Lone: p.Lone,
@@ -205,8 +221,12 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 		ev.Samples = append(ev.Samples, s)
 		return nil
 	})
+	<-done
 	if err != nil {
 		return err
+	}
+	if valuesErr != nil {
+		return valuesErr
 	}
 	ev.Lengths = slices.Sorted(maps.Keys(lengths))
 	ev.Depths = slices.Sorted(maps.Keys(depths))
@@ -258,16 +278,15 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 			return nil
 		})
 	} else {
-		err = st.EachScoreValue(ctx, runID, ev.Name, func(r *store.ScoreValue) error {
+		for _, r := range values {
 			i, known := col[r.Scorer]
 			if !known {
-				return nil
+				continue
 			}
 			if s := find(r.Scorer, r.SampleID); s != nil {
 				s.Scores[i] = Score{Has: true, Value: r.Value, Invalid: r.Invalid}
 			}
-			return nil
-		})
+		}
 	}
 	if err != nil {
 		return err
