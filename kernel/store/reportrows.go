@@ -251,28 +251,7 @@ func (s *Store) rangeAttempts(ctx context.Context, runID, evalName, fromID, toID
 	if err != nil {
 		return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
 	}
-	defer rows.Close()
-	out := map[string][]AttemptRecord{}
-	for rows.Next() {
-		var (
-			key       string
-			a         AttemptRecord
-			latencyMS float64
-			created   string
-		)
-		if err := rows.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error, &created); err != nil {
-			return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
-		}
-		a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
-		if a.CreatedAt, err = parseTime(created); err != nil {
-			return nil, fmt.Errorf("attempts of %s/%s: request %s: created_at: %w", runID, evalName, key, err)
-		}
-		out[key] = append(out[key], a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
-	}
-	return out, nil
+	return scanAttempts(rows, runID+"/"+evalName)
 }
 
 // SampleScores returns the scores, with details, of one sample of an eval

@@ -219,6 +219,13 @@ func (s *Store) EvalAttempts(ctx context.Context, runID, evalName string) (map[s
 	if err != nil {
 		return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
 	}
+	return scanAttempts(rows, runID+"/"+evalName)
+}
+
+// scanAttempts reads rows of (request_key, attempt, status, latency_ms,
+// error, created_at) by request key, in their order, and closes rows; what
+// names the rows in errors.
+func scanAttempts(rows *sql.Rows, what string) (map[string][]AttemptRecord, error) {
 	defer rows.Close()
 	out := map[string][]AttemptRecord{}
 	for rows.Next() {
@@ -229,16 +236,17 @@ func (s *Store) EvalAttempts(ctx context.Context, runID, evalName string) (map[s
 			created   string
 		)
 		if err := rows.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error, &created); err != nil {
-			return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
+			return nil, fmt.Errorf("attempts of %s: %w", what, err)
 		}
 		a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
+		var err error
 		if a.CreatedAt, err = parseTime(created); err != nil {
-			return nil, fmt.Errorf("attempts of %s/%s: request %s: created_at: %w", runID, evalName, key, err)
+			return nil, fmt.Errorf("attempts of %s: request %s: created_at: %w", what, key, err)
 		}
 		out[key] = append(out[key], a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
+		return nil, fmt.Errorf("attempts of %s: %w", what, err)
 	}
 	return out, nil
 }
