@@ -27,7 +27,6 @@ type Server struct {
 
 	mu    sync.Mutex
 	pages map[string]cached // by run ID
-	runs  map[string]*journal.Run
 }
 
 type cached struct {
@@ -37,7 +36,7 @@ type cached struct {
 
 // New returns a viewer over st.
 func New(st *store.Store) *Server {
-	s := &Server{st: st, mux: http.NewServeMux(), pages: map[string]cached{}, runs: map[string]*journal.Run{}}
+	s := &Server{st: st, mux: http.NewServeMux(), pages: map[string]cached{}}
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("GET /run/{id}", s.run)
 	s.mux.HandleFunc("GET /api/sample", s.sample)
@@ -141,7 +140,7 @@ func (s *Server) page(ctx context.Context, id string) ([]byte, error) {
 	}
 	c = cached{progress: prog, page: b.Bytes()}
 	s.mu.Lock()
-	s.pages[id], s.runs[id] = c, run
+	s.pages[id] = c
 	s.mu.Unlock()
 	return c.page, nil
 }
@@ -161,20 +160,17 @@ func (s *Server) progress(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sample(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	runID, evalName, id := q.Get("run"), q.Get("eval"), q.Get("id")
-	s.mu.Lock()
-	run := s.runs[runID]
-	s.mu.Unlock()
-	if run == nil {
-		var err error
-		if run, err = journal.LoadIndex(r.Context(), s.st, runID, nil); err != nil {
-			fail(w, err)
-			return
-		}
+	// The eval's name and scorers are all a detail needs: its row, not
+	// its samples.
+	infos, err := s.st.Evals(r.Context(), runID)
+	if err != nil {
+		fail(w, err)
+		return
 	}
 	var ev *journal.Eval
-	for _, e := range run.Evals {
+	for _, e := range infos {
 		if e.Name == evalName {
-			ev = e
+			ev = &journal.Eval{EvalInfo: e}
 		}
 	}
 	if ev == nil {
