@@ -138,10 +138,6 @@ type RawSampleAnswer struct {
 	// Scores are the sample's scores with their details (JSON objects),
 	// in the order of the scorers asked for; Has false where none.
 	Scores []RawScore
-	// Attempts are every journaled try at the sample's request, oldest
-	// first (tries are journaled per request, so a request asked in an
-	// earlier run shows those too).
-	Attempts []AttemptRecord
 }
 
 // RawScore is one scorer's score of a RawSampleAnswer.
@@ -154,7 +150,8 @@ type RawScore struct {
 
 // EachSampleAnswerRange calls fn, in key order, for every sample row of one
 // eval of a run whose ID lies in [fromID, toID], with its answer, request
-// and the scores of the scorers named. Lone failures (no sample row) are not
+// and the scores of the scorers named (their attempts: RangeAttempts or
+// EachAttempt). Lone failures (no sample row) are not
 // read. fn must not keep the *RawSampleAnswer or its byte slices: they are
 // reused. Each of the range's tables is read in one query, so ranges of a
 // few hundred samples cost little more than one pass over the eval, and
@@ -194,10 +191,6 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 		}
 	}
 	none := make([]RawScore, len(scorers))
-	attempts, err := s.rangeAttempts(ctx, runID, evalName, fromID, toID)
-	if err != nil {
-		return err
-	}
 
 	rows, err := s.db.QueryContext(ctx, `SELECT sa.sample_id, sa.question, sa.targets, sa.metadata, sa.length_tokens, sa.tokenizer,
 			sa.depth, sa.truncated, sa.sent_tokens, sa.request_key,
@@ -229,7 +222,6 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 		if a.Scores = byID[a.ID]; a.Scores == nil {
 			a.Scores = none
 		}
-		a.Attempts = attempts[a.RequestKey]
 		if err := fn(&a); err != nil {
 			return err
 		}
@@ -240,10 +232,14 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 	return nil
 }
 
-// rangeAttempts reads the tries at the requests of an eval's samples with
-// IDs in [fromID, toID], by request key, oldest first: one index lookup per
-// request.
-func (s *Store) rangeAttempts(ctx context.Context, runID, evalName, fromID, toID string) (map[string][]AttemptRecord, error) {
+// RangeAttempts returns every journaled try at the requests of an eval's
+// samples with IDs in [fromID, toID], by request key, oldest first (tries
+// are journaled per request, so a request asked in an earlier run shows
+// those too): one index lookup per request.
+func (s *Store) RangeAttempts(ctx context.Context, runID, evalName, fromID, toID string) (map[string][]AttemptRecord, error) {
+	if err := s.flush(ctx); err != nil {
+		return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT request_key, attempt, status, latency_ms, error, created_at FROM attempts
 		WHERE request_key IN (SELECT request_key FROM samples
 			WHERE run_id = $1 AND eval_name = $2 AND sample_id >= $3 AND sample_id <= $4)
@@ -252,6 +248,54 @@ func (s *Store) rangeAttempts(ctx context.Context, runID, evalName, fromID, toID
 		return nil, fmt.Errorf("attempts of %s/%s: %w", runID, evalName, err)
 	}
 	return scanAttempts(rows, runID+"/"+evalName)
+}
+
+// AttemptCount is how many tries the journal holds, of every run.
+func (s *Store) AttemptCount(ctx context.Context) (int, error) {
+	if err := s.flush(ctx); err != nil {
+		return 0, fmt.Errorf("count attempts: %w", err)
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM attempts`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count attempts: %w", err)
+	}
+	return n, nil
+}
+
+// EachAttempt calls fn for every try the journal holds, of every run,
+// oldest first: one pass over the table in its own order, which costs less
+// than looking each request's tries up when most of them are wanted.
+func (s *Store) EachAttempt(ctx context.Context, fn func(key string, a AttemptRecord) error) error {
+	if err := s.flush(ctx); err != nil {
+		return fmt.Errorf("attempts: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT request_key, attempt, status, latency_ms, error, created_at FROM attempts ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("attempts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			key       string
+			a         AttemptRecord
+			latencyMS float64
+			created   string
+		)
+		if err := rows.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error, &created); err != nil {
+			return fmt.Errorf("attempts: %w", err)
+		}
+		a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
+		if a.CreatedAt, err = parseTime(created); err != nil {
+			return fmt.Errorf("attempts: request %s: created_at: %w", key, err)
+		}
+		if err := fn(key, a); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("attempts: %w", err)
+	}
+	return nil
 }
 
 // SampleScores returns the scores, with details, of one sample of an eval

@@ -85,10 +85,24 @@ func TestReportRows(t *testing.T) {
 		t.Errorf("score values %v, want %v", vals, want)
 	}
 
+	attempts, err := s.RangeAttempts(ctx, run, "e", "s1", "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string][]AttemptRecord{}
+	if err := s.EachAttempt(ctx, func(key string, a AttemptRecord) error { all[key] = append(all[key], a); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.AttemptCount(ctx); err != nil || n != 5 || len(all) != 4 {
+		t.Errorf("%d attempts (%v) of %d requests, want 5 of 4", n, err, len(all))
+	}
 	var got []string
 	err = s.EachSampleAnswerRange(ctx, run, "e", "s1", "s2", []string{"b", "a"}, func(a *RawSampleAnswer) error {
+		if !slices.Equal(all[a.RequestKey], attempts[a.RequestKey]) {
+			t.Errorf("%s: attempts by range %v, by scan %v", a.ID, attempts[a.RequestKey], all[a.RequestKey])
+		}
 		var att []string
-		for _, x := range a.Attempts {
+		for _, x := range attempts[a.RequestKey] {
 			att = append(att, fmt.Sprintf("%d:%s", x.Attempt, x.Status))
 		}
 		got = append(got, fmt.Sprintf("%s %q %s %s %s b=%t a=%g:%s att=%v", a.ID, a.Text, a.Targets, a.Metadata, a.Request,

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
 	"strconv"
 	"sync"
@@ -171,6 +172,11 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 		blocks = append(blocks, cur)
 	}
 
+	attempts, err := runAttempts(ctx, st, p.run)
+	if err != nil {
+		return err
+	}
+
 	workers := max(1, runtime.GOMAXPROCS(0))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -193,7 +199,7 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 			defer wg.Done()
 			var bb blockBuilder
 			for c := range jobs {
-				b64, err := bb.build(ctx, st, p.run.ID, blocks[c], p.opts.MaxMessageChars)
+				b64, err := bb.build(ctx, st, p.run.ID, blocks[c], attempts, p.opts.MaxMessageChars)
 				results[c] <- result{b64, err}
 			}
 		}()
@@ -240,6 +246,35 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 	return p.err
 }
 
+// runAttempts reads the tries at the requests of the run's samples in one
+// pass over the journal's attempts, when these are mostly the run's (a
+// journal of this run and a few others): that costs a fraction of looking
+// each request up. It returns nil when the journal holds many more, and
+// the blocks look theirs up (store.RangeAttempts).
+func runAttempts(ctx context.Context, st *store.Store, run *journal.Run) (map[string][]store.AttemptRecord, error) {
+	keys := map[string]bool{}
+	for _, ev := range run.Evals {
+		for _, s := range ev.Samples {
+			keys[s.RequestKey] = true
+		}
+	}
+	n, err := st.AttemptCount(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n > 4*len(keys)+10_000 {
+		return nil, nil
+	}
+	out := make(map[string][]store.AttemptRecord, len(keys))
+	err = st.EachAttempt(ctx, func(key string, a store.AttemptRecord) error {
+		if keys[key] {
+			out[key] = append(out[key], a)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // blockBuilder builds blocks, reusing its buffers from one to the next.
 type blockBuilder struct {
 	json, gz bytes.Buffer
@@ -251,7 +286,7 @@ type blockBuilder struct {
 // build reads one block's samples from the journal and returns the block:
 // a JSON array of details (null for a sample no longer journaled), gzipped
 // at the fastest level, in base64.
-func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string, segs []segment, maxChars int) ([]byte, error) {
+func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string, segs []segment, attempts map[string][]store.AttemptRecord, maxChars int) ([]byte, error) {
 	bb.json.Reset()
 	bb.json.WriteByte('[')
 	first := true
@@ -264,14 +299,23 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 		}
 		pos := make(map[string]int, len(samples))
 		lo, hi := "", ""
+		segAttempts := attempts
+		if segAttempts == nil {
+			segAttempts = map[string][]store.AttemptRecord{}
+			for _, s := range samples {
+				if s.Lone {
+					at, err := st.Attempts(ctx, s.RequestKey)
+					if err != nil {
+						return nil, err
+					}
+					segAttempts[s.RequestKey] = at
+				}
+			}
+		}
 		for i, s := range samples {
 			if s.Lone {
-				attempts, err := st.Attempts(ctx, s.RequestKey)
-				if err != nil {
-					return nil, err
-				}
 				start := len(bb.arena)
-				bb.arena = appendLone(bb.arena, sg, s, attempts)
+				bb.arena = appendLone(bb.arena, sg, s, segAttempts[s.RequestKey])
 				bb.spans[i] = [2]int{start, len(bb.arena)}
 				continue
 			}
@@ -281,6 +325,13 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 			}
 			hi = s.ID
 		}
+		if len(pos) > 0 && attempts == nil {
+			at, err := st.RangeAttempts(ctx, runID, sg.ev.Name, lo, hi)
+			if err != nil {
+				return nil, err
+			}
+			maps.Copy(segAttempts, at)
+		}
 		if len(pos) > 0 {
 			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, sg.ev.Scorers, func(a *store.RawSampleAnswer) error {
 				i, ok := pos[a.ID]
@@ -289,7 +340,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				}
 				start := len(bb.arena)
 				var err error
-				if bb.arena, err = appendDetail(bb.arena, sg, samples[i], a, maxChars); err != nil {
+				if bb.arena, err = appendDetail(bb.arena, sg, samples[i], a, segAttempts[a.RequestKey], maxChars); err != nil {
 					return err
 				}
 				bb.spans[i] = [2]int{start, len(bb.arena)}
@@ -332,7 +383,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 // appendDetail appends the JSON of MakeDetail(…, maxChars) for a sample
 // row (its failure, if any, from s), copying its journaled JSON (request, targets, metadata, score
 // details) rather than decoding it.
-func appendDetail(b []byte, sg segment, s *journal.Sample, a *store.RawSampleAnswer, maxChars int) ([]byte, error) {
+func appendDetail(b []byte, sg segment, s *journal.Sample, a *store.RawSampleAnswer, attempts []store.AttemptRecord, maxChars int) ([]byte, error) {
 	b = append(b, `{"eval":`...)
 	b = append(b, sg.evalQuoted...)
 	b = append(b, `,"id":`...)
@@ -416,7 +467,7 @@ func appendDetail(b []byte, sg segment, s *journal.Sample, a *store.RawSampleAns
 	if s.Failed { // as the index read it
 		b = appendFailure(b, s.FailCode, s.FailMsg)
 	}
-	b = appendAttempts(b, a.Attempts)
+	b = appendAttempts(b, attempts)
 	if m := bytes.TrimSpace(a.Metadata); len(m) > 0 && string(m) != "{}" && string(m) != "null" {
 		b = append(b, `,"metadata":`...)
 		b = append(b, m...)

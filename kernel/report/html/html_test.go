@@ -193,6 +193,14 @@ func chunks(t *testing.T, page string) string {
 // report's size: the blocks are written by hand from the journaled JSON,
 // the view's detail through encoding/json.
 func TestReportBlocksMatchDetails(t *testing.T) {
+	// The blocks find attempts in one pass over the journal's, or, when it
+	// holds many more than the run's, by looking each block's up.
+	for _, other := range []int{0, 20_000} {
+		t.Run(fmt.Sprintf("%d other tries", other), func(t *testing.T) { testBlocksMatchDetails(t, other) })
+	}
+}
+
+func testBlocksMatchDetails(t *testing.T, otherTries int) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hayloft.db"))
 	if err != nil {
@@ -220,6 +228,11 @@ func TestReportBlocksMatchDetails(t *testing.T) {
 	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if otherTries > 0 {
+		if err := st.PutAttempts(ctx, "another run's request", make([]sdk.Attempt, otherTries)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	run, err := journal.LoadIndex(ctx, st, id, nil)
 	if err != nil {
