@@ -219,7 +219,12 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 			}
 		}
 	}()
-	defer wg.Wait()
+	// On an early return the dispatcher and the workers stop: cancel
+	// before waiting for them.
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	for c := range blocks {
 		var r result
 		select {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,8 @@ import (
 	"github.com/hayloft/hayloft/kernel/report/reporttest"
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/sdk"
+
+	_ "modernc.org/sqlite" // to tamper with a journal
 )
 
 func writeReport(t testing.TB, st *store.Store, runID string, opts html.Options) []byte {
@@ -311,4 +314,39 @@ func blocks(t *testing.T, page string) []any {
 		out = append(out, block...)
 	}
 	return out
+}
+
+// A journaled request that is not JSON stops the report with an error
+// naming the eval and sample, wherever its block is in the pipeline.
+func TestReportBadRequestNamesSample(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hayloft.db")
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id, err := reporttest.Write(ctx, st, reporttest.Run{ConfigPath: "c.hcl", Evals: []reporttest.Eval{
+		{Base: "needle", Model: "m", Scorers: []string{"niah"}, Samples: reporttest.Grid(reporttest.Lengths, reporttest.Depths, reporttest.Known)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := journal.LoadIndex(ctx, st, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := run.Evals[0].Samples[1] // in the first block: the later ones are still queued
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE responses SET request = '{"messages": [{"role": "user", "content": "cut' WHERE key = ?`, bad.RequestKey); err != nil {
+		t.Fatal(err)
+	}
+	err = html.Write(ctx, io.Discard, st, run, html.Options{ChunkSize: 2})
+	if err == nil || !strings.Contains(err.Error(), bad.ID) || !strings.Contains(err.Error(), run.Evals[0].Name) {
+		t.Fatalf("error %v: want one naming sample %s of %s", err, bad.ID, run.Evals[0].Name)
+	}
 }
