@@ -25,8 +25,16 @@ type Server struct {
 	st  *store.Store
 	mux *http.ServeMux
 
-	mu    sync.Mutex
-	pages map[string]cached // by run ID
+	mu      sync.Mutex
+	pages   map[string]cached // by run ID
+	drawing map[string]*draw  // by run ID and progress: pages being drawn
+}
+
+// draw is a page being drawn; done closes when page or err is set.
+type draw struct {
+	done chan struct{}
+	page []byte
+	err  error
 }
 
 type cached struct {
@@ -36,7 +44,7 @@ type cached struct {
 
 // New returns a viewer over st.
 func New(st *store.Store) *Server {
-	s := &Server{st: st, mux: http.NewServeMux(), pages: map[string]cached{}}
+	s := &Server{st: st, mux: http.NewServeMux(), pages: map[string]cached{}, drawing: map[string]*draw{}}
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("GET /run/{id}", s.run)
 	s.mux.HandleFunc("GET /api/sample", s.sample)
@@ -124,12 +132,41 @@ func (s *Server) page(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One draw per run and progress: a request that comes while the page
+	// is drawn (at start-up, by Warm) waits for that draw.
+	key := id + "\x00" + prog
 	s.mu.Lock()
-	c, ok := s.pages[id]
-	s.mu.Unlock()
-	if ok && c.progress == prog {
+	if c, ok := s.pages[id]; ok && c.progress == prog {
+		s.mu.Unlock()
 		return c.page, nil
 	}
+	d, inFlight := s.drawing[key]
+	if !inFlight {
+		d = &draw{done: make(chan struct{})}
+		s.drawing[key] = d
+	}
+	s.mu.Unlock()
+	if !inFlight {
+		// The draw serves every waiter: it outlives the request that
+		// started it.
+		d.page, d.err = s.draw(context.WithoutCancel(ctx), id, prog)
+		s.mu.Lock()
+		if d.err == nil {
+			s.pages[id] = cached{progress: prog, page: d.page}
+		}
+		delete(s.drawing, key)
+		s.mu.Unlock()
+		close(d.done)
+	}
+	select {
+	case <-d.done:
+		return d.page, d.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Server) draw(ctx context.Context, id, prog string) ([]byte, error) {
 	run, err := journal.LoadIndex(ctx, s.st, id, nil)
 	if err != nil {
 		return nil, err
@@ -138,11 +175,7 @@ func (s *Server) page(ctx context.Context, id string) ([]byte, error) {
 	if err := reporthtml.Write(ctx, &b, s.st, run, reporthtml.Options{Live: true, Progress: prog}); err != nil {
 		return nil, err
 	}
-	c = cached{progress: prog, page: b.Bytes()}
-	s.mu.Lock()
-	s.pages[id] = c
-	s.mu.Unlock()
-	return c.page, nil
+	return b.Bytes(), nil
 }
 
 func (s *Server) progress(w http.ResponseWriter, r *http.Request) {

@@ -105,3 +105,39 @@ func TestViewRefreshesLiveRun(t *testing.T) {
 		t.Errorf("console: %q", p)
 	}
 }
+
+// Requests that come while the page is drawn at start-up get that page:
+// every one answers with the same page, whichever draw they waited on.
+func TestViewRequestsDuringWarmUp(t *testing.T) {
+	st, id, _ := reporttest.Fixture(t)
+	v := view.New(st)
+	srv := httptest.NewServer(v)
+	defer srv.Close()
+	warmed := make(chan error, 1)
+	go func() { warmed <- v.Warm(context.Background()) }()
+	pages := make(chan string, 4)
+	for range cap(pages) {
+		go func() {
+			resp, err := http.Get(srv.URL + "/run/" + id)
+			if err != nil {
+				pages <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			pages <- string(b)
+		}()
+	}
+	if err := <-warmed; err != nil {
+		t.Fatal(err)
+	}
+	first := <-pages
+	if !strings.Contains(first, `id="hl-index"`) {
+		t.Fatalf("not the run's page: %.300s", first)
+	}
+	for range cap(pages) - 1 {
+		if p := <-pages; p != first {
+			t.Errorf("pages differ: %.200s", p)
+		}
+	}
+}
