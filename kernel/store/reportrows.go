@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -34,18 +35,45 @@ type SamplePosition struct {
 }
 
 // EachSamplePosition calls fn for every sample of one eval of a run in key
-// (sample ID) order, then for every failed sample that has no sample row.
-// fn must not keep the *SamplePosition: it is reused.
+// (sample ID) order, then for every failed sample that has no sample row,
+// by ID. fn must not keep the *SamplePosition: it is reused.
 func (s *Store) EachSamplePosition(ctx context.Context, runID, evalName string, fn func(*SamplePosition) error) error {
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT sa.sample_id, sa.seq, sa.length_tokens, sa.depth, sa.truncated, sa.request_key,
-			f.sample_id IS NOT NULL, COALESCE(f.code, ''), COALESCE(f.message, ''), sa.grid_length, sa.grid_depth
-		FROM samples sa
-			LEFT JOIN failures f ON f.run_id = sa.run_id AND f.eval_name = sa.eval_name AND f.sample_id = sa.sample_id
-		WHERE sa.run_id = $1 AND sa.eval_name = $2
-		ORDER BY sa.sample_id`, runID, evalName)
+	// The failures first, matched to the sample rows here: a run's
+	// failures are few, its samples many, and a join would look each
+	// sample up among them.
+	type failure struct {
+		key, code, msg string
+		seen           bool
+	}
+	failures := map[string]*failure{}
+	frows, err := s.db.QueryContext(ctx, `SELECT sample_id, request_key, code, message FROM failures
+		WHERE run_id = $1 AND eval_name = $2`, runID, evalName)
+	if err != nil {
+		return fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
+	}
+	for frows.Next() {
+		var (
+			id string
+			f  failure
+		)
+		if err := frows.Scan(&id, &f.key, &f.code, &f.msg); err != nil {
+			frows.Close()
+			return fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
+		}
+		failures[id] = &f
+	}
+	if err := frows.Err(); err != nil {
+		frows.Close()
+		return fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
+	}
+	frows.Close()
+
+	rows, err := s.db.QueryContext(ctx, `SELECT sample_id, seq, length_tokens, depth, truncated, request_key, grid_length, grid_depth
+		FROM samples WHERE run_id = $1 AND eval_name = $2
+		ORDER BY sample_id`, runID, evalName)
 	if err != nil {
 		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
 	}
@@ -57,12 +85,14 @@ func (s *Store) EachSamplePosition(ctx context.Context, runID, evalName string, 
 	)
 	for rows.Next() {
 		p = SamplePosition{}
-		if err := rows.Scan(&p.ID, &p.Index, &p.Tokens, &p.Depth, &p.Truncated, &p.RequestKey,
-			&p.Failed, &p.FailCode, &p.FailMsg, &gridLength, &gridDepth); err != nil {
+		if err := rows.Scan(&p.ID, &p.Index, &p.Tokens, &p.Depth, &p.Truncated, &p.RequestKey, &gridLength, &gridDepth); err != nil {
 			return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
 		}
 		if gridLength.Valid || gridDepth.Valid {
 			p.Grid = &sdk.GridPoint{Length: int(gridLength.Int64), Depth: gridDepth.Float64}
+		}
+		if f := failures[p.ID]; f != nil {
+			p.Failed, p.FailCode, p.FailMsg, f.seen = true, f.code, f.msg, true
 		}
 		if err := fn(&p); err != nil {
 			return err
@@ -71,11 +101,21 @@ func (s *Store) EachSamplePosition(ctx context.Context, runID, evalName string, 
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
 	}
-	rows.Close()
-	return s.eachLoneFailure(ctx, runID, evalName, func(a *SampleAnswer) error {
-		p = SamplePosition{ID: a.ID, Depth: -1, RequestKey: a.RequestKey, Failed: true, FailCode: a.FailCode, FailMsg: a.FailMessage, Lone: true}
-		return fn(&p)
-	})
+	var lone []string
+	for id, f := range failures {
+		if !f.seen {
+			lone = append(lone, id)
+		}
+	}
+	slices.Sort(lone)
+	for _, id := range lone {
+		f := failures[id]
+		p = SamplePosition{ID: id, Depth: -1, RequestKey: f.key, Failed: true, FailCode: f.code, FailMsg: f.msg, Lone: true}
+		if err := fn(&p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ScoreValue is one journaled score without its details.

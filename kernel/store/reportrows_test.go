@@ -51,6 +51,11 @@ func TestReportRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// s2 was journaled, then failed on a retry of the run; "lost" failed
+	// before it was ever journaled.
+	if err := s.PutFailure(ctx, run, "e", "s2", keys["s2"], errors.New("timeout")); err != nil {
+		t.Fatal(err)
+	}
 	lone := mustKeyed(t, k, testRequest(9))
 	if err := s.PutFailure(ctx, run, "e", "lost", lone.Key, errors.New("refused")); err != nil {
 		t.Fatal(err)
@@ -69,6 +74,12 @@ func TestReportRows(t *testing.T) {
 	}
 	if p := pos[0]; p.Grid == nil || p.Grid.Length != 1000 || p.Index != 3 || p.RequestKey != keys["s0"] || p.Lone {
 		t.Errorf("s0 %+v", p)
+	}
+	if p := pos[2]; !p.Failed || p.Lone || p.FailMsg == "" || p.Index != 1 {
+		t.Errorf("journaled failed sample %+v", p)
+	}
+	if p := pos[1]; p.Failed {
+		t.Errorf("s1 failed: %+v", p)
 	}
 	if p := pos[4]; !p.Lone || !p.Failed || p.FailMsg == "" || p.RequestKey != lone.Key || p.Depth != -1 {
 		t.Errorf("lone failure %+v", p)
