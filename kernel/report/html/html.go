@@ -66,9 +66,10 @@ const (
 	MinMessageChars = 200
 )
 
-// Write draws run as a page on w. Sample details come from st as the page is
-// written, so memory holds one eval's attempts and the sample index, not
-// every response.
+// Write draws run as a page on w. run needs no sample score details
+// (journal.LoadIndex): each block of sample details is read from st as it
+// is built, one worker per core, so memory holds the sample index, the
+// run's attempts and a few blocks, not every response.
 func Write(ctx context.Context, w io.Writer, st *store.Store, run *journal.Run, opts Options) error {
 	if opts.MaxMessageChars <= 0 {
 		opts.MaxMessageChars = DefaultMaxMessageChars
