@@ -150,28 +150,7 @@ type segment struct {
 // index's order. Blocks are built (read from the journal, written as JSON,
 // gzipped) by one worker per core and written in order.
 func (p *page) details(ctx context.Context, st *store.Store) error {
-	var blocks [][]segment
-	var cur []segment
-	n := 0
-	for _, ev := range p.run.Evals {
-		if len(ev.Samples) == 0 {
-			continue
-		}
-		quoted := appendString(nil, ev.Name)
-		for i := 0; i < len(ev.Samples); {
-			j := min(len(ev.Samples), i+p.opts.ChunkSize-n)
-			cur = append(cur, segment{ev: ev, from: i, to: j, evalQuoted: quoted})
-			n += j - i
-			i = j
-			if n == p.opts.ChunkSize {
-				blocks, cur, n = append(blocks, cur), nil, 0
-			}
-		}
-	}
-	if len(cur) > 0 {
-		blocks = append(blocks, cur)
-	}
-
+	blocks := blocksOf(p.run.Evals, p.opts.ChunkSize)
 	attempts, err := runAttempts(ctx, st, p.run)
 	if err != nil {
 		return err
@@ -249,6 +228,30 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 		}
 	}
 	return p.err
+}
+
+// blocksOf splits the evals' samples, in the index's order, into blocks of
+// size samples.
+func blocksOf(evals []*journal.Eval, size int) [][]segment {
+	var blocks [][]segment
+	var cur []segment
+	n := 0
+	for _, ev := range evals {
+		quoted := appendString(nil, ev.Name)
+		for i := 0; i < len(ev.Samples); {
+			j := min(len(ev.Samples), i+size-n)
+			cur = append(cur, segment{ev: ev, from: i, to: j, evalQuoted: quoted})
+			n += j - i
+			i = j
+			if n == size {
+				blocks, cur, n = append(blocks, cur), nil, 0
+			}
+		}
+	}
+	if len(cur) > 0 {
+		blocks = append(blocks, cur)
+	}
+	return blocks
 }
 
 // runAttempts reads the tries at the requests of the run's samples in one
