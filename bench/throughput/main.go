@@ -340,7 +340,7 @@ func kernelRow(ctx context.Context, hayloft, dir string, srv *openaitest.Server,
 	case ev.Error != "":
 		return row{}, fmt.Errorf("%s run: eval %q failed: %s", hayloft, ev.Name, ev.Error)
 	case ev.Samples != n:
-		return row{}, fmt.Errorf("%s run: %d samples done, want %d", hayloft, ev.Samples, n)
+		return row{}, fmt.Errorf("%s run: %d samples done, want %d (%d errors)\n%s", hayloft, ev.Samples, n, ev.Errors, tail(stderr.Bytes(), 2000))
 	case ev.Cached != 0:
 		return row{}, fmt.Errorf("%s run: %d answers came from the cache of a fresh journal", hayloft, ev.Cached)
 	}

@@ -141,8 +141,13 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 		p, st := win.Pop()
 		if st != sendorder.Popped || ctx.Err() != nil {
 			rows[first].model.endJob()
-			if st == sendorder.Empty || ctx.Err() != nil {
+			if st == sendorder.Empty && exhausted || ctx.Err() != nil {
 				return nil
+			}
+			if st == sendorder.Empty && !win.Full() {
+				// Everything read ahead was in flight (more slots than the
+				// look-ahead holds) and some of it is answered now: read on.
+				continue
 			}
 			select { // everything read ahead waits for a sample in flight
 			case <-done.ready:
