@@ -53,20 +53,20 @@ type usageError struct{ error }
 
 // settings are the command's flags.
 type settings struct {
-	hayloft     string        // hayloft binary; empty: build ./cmd/hayloft
-	wrk         string        // wrk binary; empty: look it up on PATH
-	n           int           // samples of the zero-latency kernel run
-	conc        int           // max_concurrency there, and wrk's connections
-	wrkDuration time.Duration // how long wrk runs
-	slowN       int           // samples of the in-flight run
-	slowConc    int           // max_concurrency of the in-flight run
-	latency     time.Duration // server latency of the in-flight run
+	hayloft     string          // hayloft binary; empty: build ./cmd/hayloft
+	wrk         string          // wrk binary; empty: look it up on PATH
+	n           int             // samples of the zero-latency kernel run
+	conc        int             // max_concurrency there, and wrk's connections
+	wrkDuration time.Duration   // how long wrk runs
+	slowN       int             // samples of the in-flight run
+	slowConc    int             // max_concurrency of the in-flight run
+	latency     time.Duration   // server latency of the in-flight run
 	rows        map[string]bool // which rows to take: ceiling, fast, slow, niah
-	haystack    string        // its haystack; empty: Go's Opticks
-	niahConc    int           // its max_concurrency
-	niahLatency time.Duration // its server latency: long enough that every request is held at once
-	timeout     time.Duration // limit on each hayloft subprocess
-	profile     string        // directory for CPU profiles of each hayloft run; empty: none
+	haystack    string          // its haystack; empty: Go's Opticks
+	niahConc    int             // its max_concurrency
+	niahLatency time.Duration   // its server latency: long enough that every request is held at once
+	timeout     time.Duration   // limit on each hayloft subprocess
+	profile     string          // directory for CPU profiles of each hayloft run; empty: none
 }
 
 // Targets of issue 16, each printed beside its row.

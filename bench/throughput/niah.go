@@ -99,4 +99,3 @@ func niahRow(ctx context.Context, s settings, dir, profile string, log io.Writer
 	}
 	return r, nil
 }
-
