@@ -433,20 +433,27 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 	results := make([]*pb.ScoreResult, len(reqs))
 	workers := min(runtime.GOMAXPROCS(0), len(reqs))
 	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(reqs) {
+				return
+			}
+			results[i] = sc.scoreOne(ctx, reqs[i])
+		}
+	}
+	// The handler's own goroutine is one of the workers: a small batch
+	// (the run path's, under light load) starts no goroutine at all, and
+	// each one started grows a fresh stack through the scorer.
 	var wg sync.WaitGroup
-	for range workers {
+	for range workers - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(reqs) {
-					return
-				}
-				results[i] = sc.scoreOne(ctx, reqs[i])
-			}
+			work()
 		}()
 	}
+	work()
 	wg.Wait()
 	return &pb.ScoreBatchResponse{Results: results}, nil
 }
