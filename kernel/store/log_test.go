@@ -63,7 +63,10 @@ func newTornFixture(t *testing.T, records int) *tornFixture {
 		if i%2 == 0 { // and odd ones with no cached count: a NULL in the record
 			resp.Usage.CachedTokens = &i
 		}
-		rows := responseRows(k, r, resp, 5*time.Millisecond)
+		rows, err := responseRows(k, r, resp, 5*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
 		smp := &sdk.Sample{ID: fmt.Sprint(i), Question: "q", Targets: []string{"a"}}
 		sr, err := sampleRow(run, "e", smp, SampleMeta{Index: i, RequestKey: r.Key})
 		if err != nil {
