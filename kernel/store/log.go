@@ -43,6 +43,10 @@ const (
 	feedDelay   = 100 * time.Millisecond
 )
 
+// directWriteBytes is the size from which a record is written on its own
+// instead of copied into the group commit's buffer.
+const directWriteBytes = 256 << 10
+
 // reserveBytes is how far ahead of its records a segment is zeroed: the
 // zeros, synced once, make each group commit an overwrite that fdatasync
 // flushes without a file-system journal commit for the file's new size.
@@ -135,14 +139,36 @@ func (s *Store) appendBatch(batch []*logOp, buf []byte) ([]byte, error) {
 		s.seg = seg
 	}
 	seg := s.seg
+	total := 0
 	for _, op := range batch {
-		buf = append(buf, op.rec...)
+		total += len(op.rec)
 	}
 	// seg.size is the appender's to write; the feeder only reads it, under
 	// fmu, and the appender changes it only under fmu below.
-	err := seg.reserve(seg.size + int64(len(buf)))
-	if err == nil {
-		_, err = seg.f.WriteAt(buf, seg.size)
+	err := seg.reserve(seg.size + int64(total))
+	// Short records go out together from buf, in one write; a long one
+	// (a long context's request) is written from its own record rather
+	// than copied once more: 64 long answers arriving at once would
+	// otherwise double what they hold.
+	at := seg.size
+	for i := 0; err == nil && i < len(batch); i++ {
+		rec := batch[i].rec
+		if len(rec) < directWriteBytes {
+			buf = append(buf, rec...)
+			continue
+		}
+		if len(buf) > 0 {
+			if _, err = seg.f.WriteAt(buf, at); err != nil {
+				break
+			}
+			at += int64(len(buf))
+			buf = buf[:0]
+		}
+		_, err = seg.f.WriteAt(rec, at)
+		at += int64(len(rec))
+	}
+	if err == nil && len(buf) > 0 {
+		_, err = seg.f.WriteAt(buf, at)
 	}
 	if err == nil && s.sync == SyncBatch {
 		err = syncData(seg.f)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -445,4 +446,58 @@ func TestV1JournalResumesWithoutReasking(t *testing.T) {
 
 func crcBytes(p []byte) []byte {
 	return binary.LittleEndian.AppendUint32(nil, crc32.Checksum(p, crcTable))
+}
+
+// Long records (a long context's request) are written from their own
+// buffer, short ones together: in one group commit, mixed, each lands whole
+// and in order, and the database gets every request as keyed.
+func TestLongAndShortRecordsInOneGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := mustKeyer(t, testIdentity())
+	var keyed []Keyed
+	for i := range 24 {
+		content := fmt.Sprintf("short %d", i)
+		if i%3 == 0 {
+			content = strings.Repeat(fmt.Sprintf("long %d ", i), directWriteBytes/6)
+		}
+		keyed = append(keyed, mustKeyed(t, k, &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: content}}}))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(keyed))
+	for i, r := range keyed {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: fmt.Sprint(i)}, time.Millisecond)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	for i, r := range keyed {
+		want, err := r.journalForm()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var request, text string
+		if err := db.QueryRow(`SELECT request, text FROM responses WHERE key = ?`, r.Key).Scan(&request, &text); err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		if request != want || text != fmt.Sprint(i) {
+			t.Errorf("response %d: request of %d bytes (want %d), text %q", i, len(request), len(want), text)
+		}
+	}
 }
