@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/kernel/sendorder"
 	"github.com/hayloft/hayloft/kernel/shard"
 	"github.com/hayloft/hayloft/sdk"
@@ -125,7 +126,13 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 			if !r.opts.Shard.Has(smp.ID) {
 				continue // another shard's; read counts it, so --limit means the same samples in every shard
 			}
-			win.Push(read-1, orderPrompt(smp), smp)
+			prompt := ""
+			if order != config.OrderTask {
+				// The task's order decides on nothing: no long prompt
+				// rendered and joined once more just to be ignored.
+				prompt = orderPrompt(smp)
+			}
+			win.Push(read-1, prompt, smp)
 		}
 		// Hold a job slot of the first live row before choosing the sample:
 		// by the time one frees, the samples in flight may have warmed
