@@ -210,18 +210,28 @@ func newSegment(dir string) (*segment, error) {
 	rand.Read(rnd[:])
 	name := fmt.Sprintf("%s-%d-%s.log", time.Now().UTC().Format("20060102T150405.000000Z"), os.Getpid(), hex.EncodeToString(rnd[:]))
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	// Created under a name replay does not look at, and renamed once
+	// locked: another process opening the journal takes the lock of every
+	// .log file it finds to tell dead logs from live ones, and a new file
+	// seen before its owner locked it would look dead.
+	tmp := path + ".new"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	if ok, err := lockFile(f); err != nil || !ok {
 		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("lock %s: %v", path, err)
+		os.Remove(tmp)
+		return nil, fmt.Errorf("lock %s: held elsewhere (%v)", tmp, err)
 	}
 	if _, err := f.WriteString(logMagic); err != nil {
 		f.Close()
-		os.Remove(path)
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return nil, err
 	}
 	// The file's name must outlive a crash along with its records.
