@@ -183,6 +183,12 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 	}
 
+	for _, sh := range scorers {
+		if sh.batch != nil {
+			calls, reqs := sh.batch.stats()
+			r.log.Debug("scorer batches", "eval", ev.Name, "scorer", sh.ref, "calls", calls, "requests", reqs)
+		}
+	}
 	out := make([]*EvalResult, 0, len(rows))
 	for _, rw := range rows {
 		if cause := context.Cause(rw.ctx); cause != nil && rw.res.Error == "" && ctx.Err() == nil {

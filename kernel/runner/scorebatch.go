@@ -46,7 +46,15 @@ type scoreBatcher struct {
 	queuedBytes int
 	inFlight    int         // batches sent and not answered
 	timer       *time.Timer // the queue's deadline, while it waits
-	batches     int         // calls made, for tests and debugging
+	batches     int         // calls made, for the debug log
+	requests    int         // requests they carried
+}
+
+// stats is how many calls carried how many requests.
+func (b *scoreBatcher) stats() (batches, requests int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.batches, b.requests
 }
 
 type scoreJob struct {
@@ -116,6 +124,7 @@ func (b *scoreBatcher) dispatchLocked(expired bool) {
 		b.queuedBytes -= size
 		b.inFlight++
 		b.batches++
+		b.requests += n
 		go b.send(batch)
 	}
 	b.queue = nil // let the sent batches' backing array go
