@@ -504,6 +504,10 @@ func (s *Store) replayLogs(ctx context.Context) error {
 		return fmt.Errorf("journal %s: read log progress: %w", s.path, err)
 	}
 	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".log.new") {
+			removeStrayNew(filepath.Join(s.logDir, e.Name()))
+			continue
+		}
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".log") {
 			continue
 		}
@@ -512,6 +516,20 @@ func (s *Store) replayLogs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// removeStrayNew removes a segment a process died creating (newSegment),
+// unless its creator still holds it. It never holds a record: records are
+// appended only once it is renamed.
+func removeStrayNew(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if ok, err := lockFile(f); err == nil && ok {
+		os.Remove(path)
+	}
 }
 
 // replayBatch is how many records a replay feeds per transaction.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -499,5 +500,47 @@ func TestLongAndShortRecordsInOneGroupCommit(t *testing.T) {
 		if request != want || text != fmt.Sprint(i) {
 			t.Errorf("response %d: request of %d bytes (want %d), text %q", i, len(request), len(want), text)
 		}
+	}
+}
+
+// A segment its process died creating (before the rename that makes it a
+// .log) is removed by the next Open; one still being created is left alone.
+func TestStrayNewSegmentRemoved(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := s.logDir
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(logDir, "20261124T000000.000000Z-1-00000000.log.new")
+	if err := os.WriteFile(stray, []byte(logMagic), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busy := filepath.Join(logDir, "20261124T000000.000000Z-2-00000000.log.new")
+	f, err := os.Create(busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if ok, err := lockFile(f); !ok || err != nil {
+		t.Fatalf("lock %s: %v %v", busy, ok, err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := os.Stat(stray); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stray segment still there: %v", err)
+	}
+	if _, err := os.Stat(busy); err != nil {
+		t.Errorf("a segment still being created was removed: %v", err)
 	}
 }
