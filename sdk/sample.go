@@ -132,11 +132,28 @@ func (s *Sample) AppendContent(dst []byte, content string) []byte {
 // substituted is never scanned again. (strings.NewReplacer does the same but
 // costs more to build than a whole render of a short prompt.)
 func fill(tmpl, context, question string) string {
-	if !strings.Contains(tmpl, "{{") {
+	switch {
+	case !strings.Contains(tmpl, "{{"):
 		return tmpl
+	case tmpl == ContextSlot:
+		// The message is the context: share it rather than copy a long
+		// document once more for every request in flight.
+		return context
+	case tmpl == QuestionSlot:
+		return question
+	}
+	// Room for the slots the template has, not for both whatever it has:
+	// the builder's array is the message, so room for a long context in a
+	// message that holds only the question would be kept with it.
+	size := len(tmpl)
+	if strings.Contains(tmpl, ContextSlot) {
+		size += len(context)
+	}
+	if strings.Contains(tmpl, QuestionSlot) {
+		size += len(question)
 	}
 	var b strings.Builder
-	b.Grow(len(tmpl) + len(context) + len(question))
+	b.Grow(size)
 	fillEach(tmpl, context, question, func(part string) { b.WriteString(part) })
 	return b.String()
 }

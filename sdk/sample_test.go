@@ -3,12 +3,13 @@ package sdk
 import (
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // fill and AppendContent must substitute exactly as strings.Replacer would,
 // their reference.
 func FuzzFill(f *testing.F) {
-	for _, s := range []string{"", "{{context}}\n\n{{question}}", "{{{question}}}", "{{", "a{{b}}c{{context", "{{question}}{{context}}"} {
+	for _, s := range []string{"", "{{context}}\n\n{{question}}", "{{{question}}}", "{{", "a{{b}}c{{context", "{{question}}{{context}}", ContextSlot, QuestionSlot} {
 		f.Add(s, "C {{question}}", "Q")
 	}
 	f.Fuzz(func(t *testing.T, tmpl, context, question string) {
@@ -59,5 +60,19 @@ func TestAppendContentReusesTheBuffer(t *testing.T) {
 	// for the first sample; none of the prompts is allocated.
 	if allocs > 1 {
 		t.Fatalf("rendering into a grown buffer allocated %v times per run", allocs)
+	}
+}
+
+// A message that is the context alone shares the context's text: a long
+// document is not copied once more for every request in flight.
+func TestFillSharesAContextMessage(t *testing.T) {
+	context := strings.Repeat("hay ", 1000)
+	msgs := (&Sample{Context: context, Question: "Q?", Messages: []Message{
+		{Role: "user", Content: ContextSlot}, {Role: "user", Content: QuestionSlot + " Answer briefly."}}}).Render()
+	if unsafe.StringData(msgs[0].Content) != unsafe.StringData(context) {
+		t.Error("the context message is a copy of the context")
+	}
+	if msgs[1].Content != "Q? Answer briefly." {
+		t.Errorf("question message %q", msgs[1].Content)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/hayloft/hayloft/plugins/models/openai/openaitest"
+	"github.com/hayloft/hayloft/sdk/plugin"
 )
 
 const chatPath = "/v1/chat/completions"
@@ -52,16 +53,29 @@ type usageError struct{ error }
 
 // settings are the command's flags.
 type settings struct {
-	hayloft     string        // hayloft binary; empty: build ./cmd/hayloft
-	wrk         string        // wrk binary; empty: look it up on PATH
-	n           int           // samples of the zero-latency kernel run
-	conc        int           // max_concurrency there, and wrk's connections
-	wrkDuration time.Duration // how long wrk runs
-	slowN       int           // samples of the in-flight run
-	slowConc    int           // max_concurrency of the in-flight run
-	latency     time.Duration // server latency of the in-flight run
-	timeout     time.Duration // limit on each hayloft subprocess
+	hayloft     string          // hayloft binary; empty: build ./cmd/hayloft
+	wrk         string          // wrk binary; empty: look it up on PATH
+	n           int             // samples of the zero-latency kernel run
+	conc        int             // max_concurrency there, and wrk's connections
+	wrkDuration time.Duration   // how long wrk runs
+	slowN       int             // samples of the in-flight run
+	slowConc    int             // max_concurrency of the in-flight run
+	latency     time.Duration   // server latency of the in-flight run
+	rows        map[string]bool // which rows to take: ceiling, fast, slow, niah
+	haystack    string          // its haystack; empty: Go's Opticks
+	niahConc    int             // its max_concurrency
+	niahLatency time.Duration   // its server latency: long enough that every request is held at once
+	timeout     time.Duration   // limit on each hayloft subprocess
+	profile     string          // directory for CPU profiles of each hayloft run; empty: none
 }
+
+// Targets of issue 16, each printed beside its row.
+const (
+	targetSamplesPerSec = 5000
+	targetCPUPerReqUS   = 200
+	targetShareOfIdeal  = 0.90
+	targetPeakRSS       = 300 << 20
+)
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var s settings
@@ -75,7 +89,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.slowN, "slow-n", 5000, "samples in the in-flight run")
 	fs.IntVar(&s.slowConc, "slow-c", 256, "max_concurrency of the in-flight run")
 	fs.DurationVar(&s.latency, "latency", 50*time.Millisecond, "server latency of the in-flight run")
+	rowList := fs.String("rows", "ceiling,fast,slow,niah", "rows to take: ceiling (wrk), fast (zero latency), slow (-latency), niah (memory)")
+	fs.StringVar(&s.haystack, "haystack", "", "haystack of the NIAH row (default: Go's Isaac.Newton-Opticks.txt)")
+	fs.IntVar(&s.niahConc, "niah-c", 64, "max_concurrency of the NIAH memory row")
+	fs.DurationVar(&s.niahLatency, "niah-latency", 5*time.Second, "server latency of the NIAH memory row")
 	fs.DurationVar(&s.timeout, "timeout", 10*time.Minute, "limit on each hayloft run")
+	fs.StringVar(&s.profile, "profile", "", "write CPU profiles of hayloft and its plugin processes under this directory, one subdirectory per row")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -85,8 +104,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if s.n <= 0 || s.slowN <= 0 || s.conc <= 0 || s.slowConc <= 0 {
-		return errors.New("-n, -slow-n, -c and -slow-c must be positive")
+	s.rows = map[string]bool{}
+	for _, r := range strings.Split(*rowList, ",") {
+		switch r = strings.TrimSpace(r); r {
+		case "ceiling", "fast", "slow", "niah":
+			s.rows[r] = true
+		default:
+			return fmt.Errorf("-rows: unknown row %q (ceiling, fast, slow, niah)", r)
+		}
+	}
+	if s.n <= 0 || s.slowN <= 0 || s.conc <= 0 || s.slowConc <= 0 || s.niahConc <= 0 {
+		return errors.New("-n, -slow-n, -c, -slow-c and -niah-c must be positive")
 	}
 
 	dir, err := os.MkdirTemp("", "hayloft-throughput-")
@@ -100,12 +128,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if s.wrk == "" {
+	if s.wrk == "" && s.rows["ceiling"] {
 		if p, err := exec.LookPath("wrk"); err == nil {
 			s.wrk = p
 		} else {
 			fmt.Fprintln(stderr, "wrk is not on PATH (Debian: apt-get install wrk): skipping the ceiling row")
 		}
+	}
+	if s.rows["niah"] && s.haystack == "" {
+		out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output()
+		if err != nil {
+			return fmt.Errorf("go env GOROOT, for the NIAH row's haystack (or pass -haystack): %w", err)
+		}
+		s.haystack = filepath.Join(strings.TrimSpace(string(out)), "src", "testdata", "Isaac.Newton-Opticks.txt")
 	}
 
 	// Other work on the machine moves every figure; the load average before
@@ -140,7 +175,18 @@ type row struct {
 	// hayloft with the plugin processes it started and waited for.
 	clientCPU   time.Duration
 	maxInFlight int // the server's peak of requests held at once
-	note        string
+	// peakRSS is the sum of the peak resident memory of hayloft and each
+	// of its plugin processes (rssWatch), in bytes; 0 when not measured.
+	peakRSS   int64
+	processes int // how many processes peakRSS sums
+	checks    []check
+	note      string
+}
+
+// check is one target of a row and whether the row met it.
+type check struct {
+	target string
+	ok     bool
 }
 
 func (r row) rps() float64 {
@@ -150,58 +196,110 @@ func (r row) rps() float64 {
 	return float64(r.requests) / r.wall.Seconds()
 }
 
-// measure takes the three measurements in order; the rows finished before
-// an error are returned with it.
+func (r row) samplesPerSec() float64 {
+	if r.wall <= 0 {
+		return 0
+	}
+	return float64(r.samples) / r.wall.Seconds()
+}
+
+// cpuPerReqUS is the client's CPU per request in µs; 0 when unmeasured.
+func (r row) cpuPerReqUS() float64 {
+	if r.clientCPU <= 0 || r.requests <= 0 {
+		return 0
+	}
+	return float64(r.clientCPU.Microseconds()) / float64(r.requests)
+}
+
+// measure takes the selected measurements in order; the rows finished
+// before an error are returned with it.
 func measure(ctx context.Context, s settings, dir string, log io.Writer) ([]row, error) {
 	var rows []row
+	profile := func(name string) string {
+		if s.profile == "" {
+			return ""
+		}
+		return filepath.Join(s.profile, name)
+	}
 
 	// Zero latency: wrk's ceiling and the kernel on the same server, so
 	// both share the 2 cores with the same server code.
-	fast, err := openaitest.Start(openaitest.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer fast.Close()
 	var ceiling float64
-	if s.wrk == "" {
-		rows = append(rows, row{name: "wrk ceiling", conc: s.conc, note: "skipped: wrk not on PATH"})
-	} else {
-		fmt.Fprintf(log, "wrk: %d connections for %s ...\n", s.conc, s.wrkDuration)
-		r, err := ceilingRow(ctx, s, dir, fast)
+	if s.rows["ceiling"] || s.rows["fast"] {
+		fast, err := openaitest.Start(openaitest.Options{})
+		if err != nil {
+			return nil, err
+		}
+		defer fast.Close()
+		switch {
+		case !s.rows["ceiling"]:
+		case s.wrk == "":
+			rows = append(rows, row{name: "wrk ceiling", conc: s.conc, note: "skipped: wrk not on PATH"})
+		default:
+			fmt.Fprintf(log, "wrk: %d connections for %s ...\n", s.conc, s.wrkDuration)
+			r, err := ceilingRow(ctx, s, dir, fast)
+			if err != nil {
+				return rows, err
+			}
+			rows = append(rows, r)
+			ceiling = r.rps()
+		}
+		if s.rows["fast"] {
+			fast.ResetCounters()
+			fmt.Fprintf(log, "hayloft: %d samples, max_concurrency %d, zero latency ...\n", s.n, s.conc)
+			r, err := doorsRow(ctx, s, filepath.Join(dir, "fast"), profile("fast"), fast, s.n, s.conc)
+			if err != nil {
+				return rows, err
+			}
+			r.name = "hayloft, zero latency"
+			if ceiling > 0 {
+				r.note = appendNote(r.note, fmt.Sprintf("%.0f%% of wrk", 100*r.rps()/ceiling))
+			}
+			r.checks = []check{
+				{fmt.Sprintf(">= %d samples/s", targetSamplesPerSec), r.samplesPerSec() >= targetSamplesPerSec},
+				{fmt.Sprintf("<= %d µs/req", targetCPUPerReqUS), r.cpuPerReqUS() <= targetCPUPerReqUS},
+			}
+			rows = append(rows, r)
+		}
+		fast.Close()
+	}
+
+	if s.rows["slow"] {
+		slow, err := openaitest.Start(openaitest.Options{Latency: s.latency})
+		if err != nil {
+			return rows, err
+		}
+		defer slow.Close()
+		fmt.Fprintf(log, "hayloft: %d samples, max_concurrency %d, %s latency ...\n", s.slowN, s.slowConc, s.latency)
+		r, err := doorsRow(ctx, s, filepath.Join(dir, "slow"), profile("slow"), slow, s.slowN, s.slowConc)
+		if err != nil {
+			return rows, err
+		}
+		slow.Close()
+		r.name = fmt.Sprintf("hayloft, %s latency", s.latency)
+		ideal := float64(s.slowConc) / s.latency.Seconds()
+		r.note = appendNote(r.note, fmt.Sprintf("%.0f%% of ideal %.0f req/s", 100*r.rps()/ideal, ideal))
+		r.checks = []check{{fmt.Sprintf(">= %.0f req/s (%.0f%% of ideal)", targetShareOfIdeal*ideal, 100*targetShareOfIdeal), r.rps() >= targetShareOfIdeal*ideal}}
+		rows = append(rows, r)
+	}
+
+	if s.rows["niah"] {
+		r, err := niahRow(ctx, s, filepath.Join(dir, "niah"), profile("niah"), log)
 		if err != nil {
 			return rows, err
 		}
 		rows = append(rows, r)
-		ceiling = r.rps()
 	}
-
-	fast.ResetCounters()
-	fmt.Fprintf(log, "hayloft: %d samples, max_concurrency %d, zero latency ...\n", s.n, s.conc)
-	r, err := kernelRow(ctx, s.hayloft, filepath.Join(dir, "fast"), fast, s.n, s.conc, s.timeout)
-	if err != nil {
-		return rows, err
-	}
-	r.name = "hayloft, zero latency"
-	if ceiling > 0 {
-		r.note = appendNote(r.note, fmt.Sprintf("%.0f%% of wrk (target >= 50%%)", 100*r.rps()/ceiling))
-	}
-	rows = append(rows, r)
-	fast.Close()
-
-	slow, err := openaitest.Start(openaitest.Options{Latency: s.latency})
-	if err != nil {
-		return rows, err
-	}
-	defer slow.Close()
-	fmt.Fprintf(log, "hayloft: %d samples, max_concurrency %d, %s latency ...\n", s.slowN, s.slowConc, s.latency)
-	r, err = kernelRow(ctx, s.hayloft, filepath.Join(dir, "slow"), slow, s.slowN, s.slowConc, s.timeout)
-	if err != nil {
-		return rows, err
-	}
-	r.name = fmt.Sprintf("hayloft, %s latency", s.latency)
-	r.note = appendNote(r.note, fmt.Sprintf("ideal %d in flight, %.0f req/s", s.slowConc, float64(s.slowConc)/s.latency.Seconds()))
-	rows = append(rows, r)
 	return rows, nil
+}
+
+// doorsRow runs n generated samples against srv with conc allowed.
+func doorsRow(ctx context.Context, s settings, dir, profile string, srv *openaitest.Server, n, conc int) (row, error) {
+	cfg, err := doorsEval(dir, srv.BaseURL(), n, conc)
+	if err != nil {
+		return row{}, err
+	}
+	return kernelRow(ctx, job{hayloft: s.hayloft, dir: dir, config: cfg, samples: n, conc: conc, timeout: s.timeout, profile: profile}, srv)
 }
 
 func appendNote(note, more string) string {
@@ -300,21 +398,42 @@ type runResult struct {
 	OverheadUSPerSample float64 `json:"overhead_us_per_sample"`
 }
 
-// kernelRow runs `hayloft run` on n generated samples against srv as a user
-// would: a config file, a jsonl data set and a fresh journal in dir, so no
-// answer comes from the cache.
-func kernelRow(ctx context.Context, hayloft, dir string, srv *openaitest.Server, n, conc int, timeout time.Duration) (row, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// job is one `hayloft run` of the benchmark: a config in dir run on a
+// fresh journal, so no answer comes from the cache.
+type job struct {
+	hayloft string
+	dir     string
+	config  string // the config file's text
+	samples int    // how many samples the run must finish
+	conc    int    // the model's max_concurrency, for the row
+	timeout time.Duration
+	// profile, when set, is a directory where hayloft and each of its
+	// plugin processes write a CPU profile (HAYLOFT_PLUGIN_CPUPROFILE).
+	profile string
+	log     io.Writer // where the memory by process goes; nil: nowhere
+}
+
+// kernelRow runs j against srv as a user would: the CLI, plugin processes
+// launched by the kernel, gRPC to each, HTTP to the server, the journal.
+// It samples the peak memory of hayloft's process tree while it runs.
+func kernelRow(ctx context.Context, j job, srv *openaitest.Server) (row, error) {
+	if err := os.MkdirAll(j.dir, 0o755); err != nil {
 		return row{}, err
 	}
-	cfgPath, err := writeEval(dir, srv.BaseURL(), n, conc)
-	if err != nil {
-		return row{}, err
+	cfgPath := filepath.Join(j.dir, "throughput.hcl")
+	if err := os.WriteFile(cfgPath, []byte(j.config), 0o644); err != nil {
+		return row{}, fmt.Errorf("write config: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, j.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, hayloft, "run", cfgPath, "--json", "--store", filepath.Join(dir, "journal.db"))
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, j.hayloft, "run", cfgPath, "--json", "--store", filepath.Join(j.dir, "journal.db"))
+	cmd.Dir = j.dir
+	if j.profile != "" {
+		if err := os.MkdirAll(j.profile, 0o755); err != nil {
+			return row{}, err
+		}
+		cmd.Env = append(os.Environ(), plugin.CPUProfileEnv+"="+j.profile)
+	}
 	// An interrupt lets hayloft stop its plugin processes; the kill after
 	// WaitDelay is for a hayloft that does not.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -323,29 +442,37 @@ func kernelRow(ctx context.Context, hayloft, dir string, srv *openaitest.Server,
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	srv.ResetCounters()
 	start := time.Now()
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return row{}, fmt.Errorf("%s run %s: %w", j.hayloft, cfgPath, err)
+	}
+	rss := watchRSS(cmd.Process.Pid, 20*time.Millisecond)
+	err := cmd.Wait()
 	wall := time.Since(start)
+	peak, procs := rss.finish()
+	if j.log != nil && peak > 0 {
+		fmt.Fprintf(j.log, "peak resident memory by process:\n%s", rss.breakdown())
+	}
 	if err != nil {
-		return row{}, fmt.Errorf("%s run %s: %w\n%s", hayloft, cfgPath, err, tail(stderr.Bytes(), 2000))
+		return row{}, fmt.Errorf("%s run %s: %w\n%s", j.hayloft, cfgPath, err, tail(stderr.Bytes(), 2000))
 	}
 	var res runResult
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		return row{}, fmt.Errorf("%s run --json: decode output: %w", hayloft, err)
+		return row{}, fmt.Errorf("%s run --json: decode output: %w", j.hayloft, err)
 	}
 	if len(res.Evals) != 1 {
-		return row{}, fmt.Errorf("%s run: want 1 eval row, got %d", hayloft, len(res.Evals))
+		return row{}, fmt.Errorf("%s run: want 1 eval row, got %d", j.hayloft, len(res.Evals))
 	}
 	ev := res.Evals[0]
 	switch {
 	case ev.Error != "":
-		return row{}, fmt.Errorf("%s run: eval %q failed: %s", hayloft, ev.Name, ev.Error)
-	case ev.Samples != n:
-		return row{}, fmt.Errorf("%s run: %d samples done, want %d", hayloft, ev.Samples, n)
+		return row{}, fmt.Errorf("%s run: eval %q failed: %s", j.hayloft, ev.Name, ev.Error)
+	case ev.Samples != j.samples:
+		return row{}, fmt.Errorf("%s run: %d samples done, want %d (%d errors)\n%s", j.hayloft, ev.Samples, j.samples, ev.Errors, tail(stderr.Bytes(), 2000))
 	case ev.Cached != 0:
-		return row{}, fmt.Errorf("%s run: %d answers came from the cache of a fresh journal", hayloft, ev.Cached)
+		return row{}, fmt.Errorf("%s run: %d answers came from the cache of a fresh journal", j.hayloft, ev.Cached)
 	}
 	r := row{
-		conc:        conc,
+		conc:        j.conc,
 		requests:    srv.Requests(chatPath),
 		wall:        wall,
 		samples:     ev.Samples,
@@ -354,6 +481,8 @@ func kernelRow(ctx context.Context, hayloft, dir string, srv *openaitest.Server,
 		// On Unix the rusage of a waited-for process includes the children
 		// it waited for: here the plugin processes.
 		clientCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
+		peakRSS:   peak,
+		processes: procs,
 	}
 	if ev.Errors > 0 {
 		r.note = fmt.Sprintf("%d sample errors", ev.Errors)
@@ -366,10 +495,12 @@ func kernelRow(ctx context.Context, hayloft, dir string, srv *openaitest.Server,
 	return r, nil
 }
 
-// writeEval writes n samples as jsonl and a config that runs them through
-// the openai model at baseURL and the contains scorer; it returns the
-// config's path.
-func writeEval(dir, baseURL string, n, conc int) (string, error) {
+// doorsEval writes n samples as jsonl into dir and returns a config that
+// runs them through the openai model at baseURL and the contains scorer.
+func doorsEval(dir, baseURL string, n, conc int) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	var data bytes.Buffer
 	enc := json.NewEncoder(&data)
 	for i := range n {
@@ -383,7 +514,7 @@ func writeEval(dir, baseURL string, n, conc int) (string, error) {
 	if err := os.WriteFile(dataPath, data.Bytes(), 0o644); err != nil {
 		return "", fmt.Errorf("write data set: %w", err)
 	}
-	cfg := fmt.Sprintf(`model "openai" "fake" {
+	return fmt.Sprintf(`model "openai" "fake" {
   base_url        = %q
   model           = "fake-model"
   max_concurrency = %d
@@ -399,12 +530,7 @@ eval "doors" {
   models  = [model.openai.fake]
   scorers = ["contains"]
 }
-`, baseURL, conc, dataPath)
-	cfgPath := filepath.Join(dir, "throughput.hcl")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return "", fmt.Errorf("write config: %w", err)
-	}
-	return cfgPath, nil
+`, baseURL, conc, dataPath), nil
 }
 
 // buildHayloft builds ./cmd/hayloft of the module in the working directory
@@ -427,25 +553,45 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
+// printTable writes the rows, each with its targets and whether it met
+// them, so one command shows the gap.
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measurement\tconc\trequests\twall\treq/s\tsamples/s\tmax in flight\toverhead µs/sample\tclient cpu µs/req\tnote")
+	fmt.Fprintln(tw, "measurement\tconc\trequests\twall\treq/s\tsamples/s\tmax in flight\toverhead µs/sample\tclient cpu µs/req\tpeak RSS MB\ttarget\tresult\tnote")
 	for _, r := range rows {
+		target, result := "-", "-"
+		if len(r.checks) > 0 {
+			var ts, failed []string
+			for _, c := range r.checks {
+				ts = append(ts, c.target)
+				if !c.ok {
+					failed = append(failed, c.target)
+				}
+			}
+			target, result = strings.Join(ts, ", "), "pass"
+			if len(failed) > 0 {
+				result = "FAIL: " + strings.Join(failed, ", ")
+			}
+		}
 		if r.requests == 0 && r.wall == 0 {
-			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.name, r.conc, r.note)
+			fmt.Fprintf(tw, "%s\t%d\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t%s\t%s\n", r.name, r.conc, target, result, r.note)
 			continue
 		}
 		samples, overhead := "-", "-"
 		if r.samples > 0 {
-			samples = fmt.Sprintf("%.0f", float64(r.samples)/r.wall.Seconds())
+			samples = fmt.Sprintf("%.0f", r.samplesPerSec())
 			overhead = fmt.Sprintf("%.0f", r.overheadUS)
 		}
 		cpu := "-"
-		if r.clientCPU > 0 && r.requests > 0 {
-			cpu = fmt.Sprintf("%.0f", float64(r.clientCPU.Microseconds())/float64(r.requests))
+		if c := r.cpuPerReqUS(); c > 0 {
+			cpu = fmt.Sprintf("%.0f", c)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2fs\t%.0f\t%s\t%d\t%s\t%s\t%s\n",
-			r.name, r.conc, r.requests, r.wall.Seconds(), r.rps(), samples, r.maxInFlight, overhead, cpu, r.note)
+		rss := "-"
+		if r.peakRSS > 0 {
+			rss = fmt.Sprintf("%.0f (%d procs)", float64(r.peakRSS)/(1<<20), r.processes)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2fs\t%.0f\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.name, r.conc, r.requests, r.wall.Seconds(), r.rps(), samples, r.maxInFlight, overhead, cpu, rss, target, result, r.note)
 	}
 	tw.Flush()
 }

@@ -147,6 +147,11 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.host.Close()
+	stopProfile, err := startKernelProfile()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	sh, err := sf.resolve(os.Getenv, s.cfg.Settings.Shards)
 	if err != nil {
 		return &exitError{code: 2, err: err}

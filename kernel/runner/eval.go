@@ -44,9 +44,20 @@ type indexedScore struct {
 type scorerHandle struct {
 	ref    string // as reported: the bare name for default scorers
 	scorer sdk.Scorer
+	// batch gathers the scorer's requests into batches (scorebatch.go);
+	// nil for scorers asked one call per sample (the judge).
+	batch *scoreBatcher
 	// readsSample: the scorer gets the sample with its context
 	// (sdk.SampleReader); others get it without.
 	readsSample bool
+}
+
+// score scores one sample, in a batch where the scorer takes them.
+func (sh scorerHandle) score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	if sh.batch != nil {
+		return sh.batch.Score(ctx, req)
+	}
+	return sh.scorer.Score(ctx, req)
 }
 
 // sample is smp as the scorer receives it.
@@ -117,7 +128,11 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		if err != nil {
 			return fail(err.Error())
 		}
-		scorers = append(scorers, scorerHandle{ref: ref, scorer: s, readsSample: readsSample(s)})
+		sh := scorerHandle{ref: ref, scorer: s, readsSample: readsSample(s)}
+		if bs, ok := s.(batchScorer); ok {
+			sh.batch = newScoreBatcher(ctx, bs)
+		}
+		scorers = append(scorers, sh)
 	}
 	for _, m := range ev.Models {
 		mh, err := comps.model(ctx, m)
@@ -168,6 +183,12 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 	}
 
+	for _, sh := range scorers {
+		if sh.batch != nil {
+			calls, reqs := sh.batch.stats()
+			r.log.Debug("scorer batches", "eval", ev.Name, "scorer", sh.ref, "calls", calls, "requests", reqs)
+		}
+	}
 	out := make([]*EvalResult, 0, len(rows))
 	for _, rw := range rows {
 		if cause := context.Cause(rw.ctx); cause != nil && rw.res.Error == "" && ctx.Err() == nil {

@@ -322,3 +322,33 @@ eval "e" {
 		t.Fatalf("resume asked %d, only %d were missing", asked, 1000-done)
 	}
 }
+
+// More requests allowed in flight than the send order's look-ahead holds:
+// with every sample read ahead in flight, the window has nothing pending,
+// and the run must read on rather than end.
+func TestConcurrencyBeyondTheLookahead(t *testing.T) {
+	for _, order := range []string{"prefix", "task"} {
+		t.Run(order, func(t *testing.T) {
+			m := &echoModel{delay: 5 * time.Millisecond}
+			f := newFixture(t, 700, map[string]*echoModel{"good": m})
+			res, err := f.run(t, context.Background(), fmt.Sprintf(`
+task "counting" "t" {}
+model "good" "g" { max_concurrency = 300 }
+eval "e" {
+  task    = task.counting.t
+  models  = [model.good.g]
+  scorers = ["match"]
+  order   = %q
+}`, order))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev := res.Evals[0]; ev.Samples != 700 || ev.Error != "" {
+				t.Fatalf("%d samples done (error %q), want 700", ev.Samples, ev.Error)
+			}
+			if got := m.maxInFlight.Load(); got > 300 {
+				t.Errorf("%d requests at once, max_concurrency is 300", got)
+			}
+		})
+	}
+}

@@ -155,7 +155,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 
 	named := make([]store.NamedScore, 0, len(scorers))
 	for _, sh := range scorers {
-		sc, err := sh.scorer.Score(ctx, &sdk.ScoreRequest{Sample: sh.sample(smp), Prediction: ans.text})
+		sc, err := sh.score(ctx, &sdk.ScoreRequest{Sample: sh.sample(smp), Prediction: ans.text})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ans.wait

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/kernel/sendorder"
 	"github.com/hayloft/hayloft/kernel/shard"
 	"github.com/hayloft/hayloft/sdk"
@@ -125,7 +126,13 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 			if !r.opts.Shard.Has(smp.ID) {
 				continue // another shard's; read counts it, so --limit means the same samples in every shard
 			}
-			win.Push(read-1, orderPrompt(smp), smp)
+			prompt := ""
+			if order != config.OrderTask {
+				// The task's order decides on nothing: no long prompt
+				// rendered and joined once more just to be ignored.
+				prompt = orderPrompt(smp)
+			}
+			win.Push(read-1, prompt, smp)
 		}
 		// Hold a job slot of the first live row before choosing the sample:
 		// by the time one frees, the samples in flight may have warmed
@@ -141,8 +148,13 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 		p, st := win.Pop()
 		if st != sendorder.Popped || ctx.Err() != nil {
 			rows[first].model.endJob()
-			if st == sendorder.Empty || ctx.Err() != nil {
+			if st == sendorder.Empty && exhausted || ctx.Err() != nil {
 				return nil
+			}
+			if st == sendorder.Empty && !win.Full() {
+				// Everything read ahead was in flight (more slots than the
+				// look-ahead holds) and some of it is answered now: read on.
+				continue
 			}
 			select { // everything read ahead waits for a sample in flight
 			case <-done.ready:

@@ -12,23 +12,38 @@ func BenchmarkTreeWindow(b *testing.B) {
 	for i := range docs {
 		docs[i] = text(uint64(i), 2000)
 	}
+	benchWindow(b, 8, func(i int) string { return fmt.Sprintf("%s question %d", docs[i%len(docs)], i) })
+}
+
+// BenchmarkTreeWindowDistinct is the order's cost per sample where prompts
+// share nothing worth ordering for (bench/throughput's short questions),
+// with 64 in flight: what the order costs a run that cannot gain from it.
+func BenchmarkTreeWindowDistinct(b *testing.B) {
+	benchWindow(b, 64, func(i int) string {
+		return fmt.Sprintf("The barn is red. The code for door %d is %d. What is the code for door %d?", i, 1000+i, i)
+	})
+}
+
+// benchWindow keeps the prefix window full of prompt(i) and about
+// inFlight of them sent, one sample per iteration.
+func benchWindow(b *testing.B, inFlight int, prompt func(i int) string) {
 	w := New[int](Prefix, Options{})
 	next := 0
-	var inFlight []Item[int]
+	var sent []Item[int]
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		for !w.Full() {
-			w.Push(next, fmt.Sprintf("%s question %d", docs[next%len(docs)], next), next)
+			w.Push(next, prompt(next), next)
 			next++
 		}
 		it, st := w.Pop()
 		if st == Popped {
-			inFlight = append(inFlight, it)
+			sent = append(sent, it)
 		}
-		if len(inFlight) > 8 || st != Popped {
-			w.Done(inFlight[0])
-			inFlight = inFlight[1:]
+		if len(sent) > inFlight || st != Popped {
+			w.Done(sent[0])
+			sent = sent[1:]
 		}
 	}
 }

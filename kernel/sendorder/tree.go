@@ -41,10 +41,21 @@ type treeWindow[T any] struct {
 	// lastPopped is the entry sent last: the walk goes on from there.
 	lastPopped int
 	byID       map[int]*entry[T]
-	memo       map[[2]int]int // (entry id, prefix bytes) -> tokens
+	memo       map[[2]int]int // (entry id, prefix bytes) -> tokens; nil: the estimate is cheaper than the memo
 	// slots: see slots.go; nil unless Options.Slots.
 	slots []slotState
 	clock int
+	// Scratch reused by every Pop: a window of 256 prompts is walked for
+	// each sample sent, thousands of times a second.
+	order           []int
+	kids            []child
+	covered, coming []int
+}
+
+// child is a subtree of the walk: list[lo:hi].
+type child struct {
+	lo, hi, depth, seq int
+	begun              bool
 }
 
 type state int
@@ -83,10 +94,10 @@ func newTree[T any](opts Options) *treeWindow[T] {
 	if opts.CacheTokens <= 0 {
 		opts.CacheTokens = DefaultCacheTokens
 	}
-	if opts.TokensOf == nil {
-		opts.TokensOf = func(s string) int { return (len(s) + BytesPerToken - 1) / BytesPerToken }
+	w := &treeWindow[T]{opts: opts, byID: map[int]*entry[T]{}}
+	if opts.TokensOf != nil {
+		w.memo = map[[2]int]int{}
 	}
-	w := &treeWindow[T]{opts: opts, byID: map[int]*entry[T]{}, memo: map[[2]int]int{}}
 	if opts.Slots > 0 {
 		w.slots = make([]slotState, opts.Slots)
 	}
@@ -96,6 +107,9 @@ func newTree[T any](opts Options) *treeWindow[T] {
 func (w *treeWindow[T]) tokens(e *entry[T], n int) int {
 	if n <= 0 {
 		return 0
+	}
+	if w.memo == nil {
+		return (n + BytesPerToken - 1) / BytesPerToken
 	}
 	k := [2]int{e.it.id, n}
 	if t, ok := w.memo[k]; ok {
@@ -138,6 +152,16 @@ func (w *treeWindow[T]) Full() bool {
 		}
 		w.remove(oldest)
 	}
+}
+
+// resize returns s with length n and zeroed, reusing its array when it can.
+func resize(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 func lcp(a, b string) int {
@@ -206,11 +230,10 @@ func (w *treeWindow[T]) heavyFirst(lo, hi int, out []int) []int {
 		return append(out, lo)
 	}
 	m := slices.Min(w.adj[lo : hi-1])
-	type child struct {
-		lo, hi, depth, seq int
-		begun              bool
-	}
-	var kids []child
+	// This call's children go on the shared stack w.kids from base on; the
+	// calls below push theirs after them and pop them before returning.
+	base := len(w.kids)
+	defer func() { w.kids = w.kids[:base] }()
 	start := lo
 	// Prompts sharing less than a cache block cannot share cached work:
 	// below flatShare the walk takes the runs that share more as children
@@ -230,10 +253,11 @@ func (w *treeWindow[T]) heavyFirst(lo, hi int, out []int) []int {
 				c.begun = c.begun || e.state == statePrefill || e.state == statePrefilled || e.it.id == w.lastPopped
 				c.seq = min(c.seq, e.it.Seq)
 			}
-			kids = append(kids, c)
+			w.kids = append(w.kids, c)
 			start = i + 1
 		}
 	}
+	n := len(w.kids) - base
 	// Where the children share little (different documents), the one
 	// read first goes first, so the look-ahead drains from its front and
 	// a document's questions are all in it when it begins.
@@ -247,14 +271,17 @@ func (w *treeWindow[T]) heavyFirst(lo, hi int, out []int) []int {
 		return c.depth > f.depth
 	}
 	first := 0
-	for k, c := range kids {
-		if better(c, kids[first]) {
+	for k := 1; k < n; k++ {
+		if better(w.kids[base+k], w.kids[base+first]) {
 			first = k
 		}
 	}
-	out = w.heavyFirst(kids[first].lo, kids[first].hi, out)
-	for k, c := range kids {
+	// Indices, not a slice of w.kids: the calls below may grow it.
+	c := w.kids[base+first]
+	out = w.heavyFirst(c.lo, c.hi, out)
+	for k := range n {
 		if k != first {
+			c := w.kids[base+k]
 			out = w.heavyFirst(c.lo, c.hi, out)
 		}
 	}
@@ -269,7 +296,8 @@ func (w *treeWindow[T]) heavyFirst(lo, hi int, out []int) []int {
 // i-1.
 func (w *treeWindow[T]) standings() (covered, coming []int) {
 	n := len(w.list)
-	covered, coming = make([]int, n), make([]int, n)
+	w.covered, w.coming = resize(w.covered, n), resize(w.coming, n)
+	covered, coming = w.covered, w.coming
 	const inf = int(^uint(0) >> 1)
 	sweep := func(counts func(state) bool, out []int) {
 		best := 0
@@ -312,7 +340,8 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 	// A prompt that begins something new leaves room for the tails of the
 	// siblings of what has begun.
 	reserve := 0
-	for _, i := range w.heavyFirst(0, len(w.list), nil) {
+	w.order = w.heavyFirst(0, len(w.list), w.order[:0])
+	for _, i := range w.order {
 		if w.list[i].state != statePending {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
 )
@@ -143,11 +144,46 @@ func NewKeyer(id ModelIdentity) (*Keyer, error) {
 }
 
 // Keyed is a request keyed for the response cache, with the form the
-// journal keeps of it (built from the same encoding as the key, so a long
-// context is encoded once).
+// journal keeps of it (built from the same encoding as the key).
 type Keyed struct {
-	Key     string
-	request []byte // {"messages":…,"params":…}
+	Key string
+	// request is the journal's form, {"messages":…,"params":…}, kept
+	// encoded when short. A long one is dropped once hashed and encoded
+	// again when journaled: otherwise every request in flight would hold
+	// its long context once more, as JSON, for as long as the model takes
+	// to answer. msgs and params are what it is encoded from.
+	request []byte
+	msgs    []sdk.Message
+	params  sdk.GenerationParams
+}
+
+// keepRequestBytes is the longest journal form a Keyed holds on to.
+const keepRequestBytes = 64 << 10
+
+// journalForm is the request as the journal stores it.
+func (r Keyed) journalForm() (string, error) {
+	if r.request != nil {
+		return string(r.request), nil
+	}
+	b, err := encodeRequest(r.msgs, r.params)
+	if err != nil {
+		return "", err
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is ours alone
+}
+
+// encodeRequest is {"messages":…,"params":…} in one buffer.
+func encodeRequest(msgs []sdk.Message, params sdk.GenerationParams) ([]byte, error) {
+	m, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	request := make([]byte, 0, len(m)+len(p)+len(`{"messages":,"params":}`))
+	return append(append(append(append(append(request, `{"messages":`...), m...), `,"params":`...), p...), '}'), nil
 }
 
 // Key returns the cache key of req.
@@ -172,18 +208,17 @@ func (k *Keyer) Request(req *sdk.GenerateRequest) (Keyed, error) {
 	fail := func(err error) (Keyed, error) {
 		return Keyed{}, fmt.Errorf("request key for model %s: %w", k.label, err)
 	}
-	m, err := json.Marshal(msgs)
+	request, err := encodeRequest(msgs, params)
 	if err != nil {
 		return fail(err)
 	}
-	p, err := json.Marshal(params)
-	if err != nil {
-		return fail(err)
-	}
+	// The key's document is the identity's prefix, then the request's
+	// fields as the journal form has them (without its braces), the
+	// sample, and the closing brace.
 	h := sha256.New()
 	h.Write(k.prefix)
-	writeField(h, `,"messages":`, m)
-	writeField(h, `,"params":`, p)
+	io.WriteString(h, ",")
+	h.Write(request[1 : len(request)-1])
 	if smp != nil {
 		b, err := json.Marshal(smp)
 		if err != nil {
@@ -193,9 +228,11 @@ func (k *Keyer) Request(req *sdk.GenerateRequest) (Keyed, error) {
 	}
 	io.WriteString(h, "}")
 	var sum [sha256.Size]byte
-	request := make([]byte, 0, len(m)+len(p)+len(`{"messages":,"params":}`))
-	request = append(append(append(append(append(request, `{"messages":`...), m...), `,"params":`...), p...), '}')
-	return Keyed{Key: hex.EncodeToString(h.Sum(sum[:0])), request: request}, nil
+	r := Keyed{Key: hex.EncodeToString(h.Sum(sum[:0])), msgs: msgs, params: params}
+	if len(request) <= keepRequestBytes {
+		r.request = request
+	}
+	return r, nil
 }
 
 func writeField(h hash.Hash, name string, value []byte) {

@@ -240,6 +240,8 @@ func TestKeyerMatchesDoc(t *testing.T) {
 		{"sample read", withSample, &sdk.GenerateRequest{Messages: []sdk.Message{{Content: "m"}}, Sample: &sdk.Sample{Context: "c<", Question: "q", Choices: []string{"A", "B"}}}},
 		{"sample not read", testIdentity(), &sdk.GenerateRequest{Sample: &sdk.Sample{Context: "c"}}},
 		{"sample read, none sent", withSample, &sdk.GenerateRequest{}},
+		// Longer than a Keyed keeps encoded: journaled from the messages.
+		{"long context", bare, &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: strings.Repeat("hay <&> ", keepRequestBytes/4)}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := keyDoc{keyHead: keyHead{V: keyVersion, Plugin: tc.id.Plugin, PluginVersion: tc.id.PluginVersion, Component: tc.id.Component,
@@ -260,8 +262,12 @@ func TestKeyerMatchesDoc(t *testing.T) {
 			}
 			// The journal's form of the request comes from the same bytes.
 			journaled := journalForm(doc.Messages, doc.Params)
-			if r := mustKeyed(t, mustKeyer(t, tc.id), tc.req); string(r.request) != string(journaled) {
-				t.Errorf("journaled request %s, want %s", r.request, journaled)
+			r := mustKeyed(t, mustKeyer(t, tc.id), tc.req)
+			if got, err := r.journalForm(); err != nil || got != string(journaled) {
+				t.Errorf("journaled request %s (%v), want %s", got, err, journaled)
+			}
+			if long := len(journaled) > keepRequestBytes; long != (r.request == nil) {
+				t.Errorf("%d bytes of request, kept encoded: %v", len(journaled), r.request != nil)
 			}
 		})
 	}

@@ -43,6 +43,10 @@ const (
 	feedDelay   = 100 * time.Millisecond
 )
 
+// directWriteBytes is the size from which a record is written on its own
+// instead of copied into the group commit's buffer.
+const directWriteBytes = 256 << 10
+
 // reserveBytes is how far ahead of its records a segment is zeroed: the
 // zeros, synced once, make each group commit an overwrite that fdatasync
 // flushes without a file-system journal commit for the file's new size.
@@ -135,14 +139,36 @@ func (s *Store) appendBatch(batch []*logOp, buf []byte) ([]byte, error) {
 		s.seg = seg
 	}
 	seg := s.seg
+	total := 0
 	for _, op := range batch {
-		buf = append(buf, op.rec...)
+		total += len(op.rec)
 	}
 	// seg.size is the appender's to write; the feeder only reads it, under
 	// fmu, and the appender changes it only under fmu below.
-	err := seg.reserve(seg.size + int64(len(buf)))
-	if err == nil {
-		_, err = seg.f.WriteAt(buf, seg.size)
+	err := seg.reserve(seg.size + int64(total))
+	// Short records go out together from buf, in one write; a long one
+	// (a long context's request) is written from its own record rather
+	// than copied once more: 64 long answers arriving at once would
+	// otherwise double what they hold.
+	at := seg.size
+	for i := 0; err == nil && i < len(batch); i++ {
+		rec := batch[i].rec
+		if len(rec) < directWriteBytes {
+			buf = append(buf, rec...)
+			continue
+		}
+		if len(buf) > 0 {
+			if _, err = seg.f.WriteAt(buf, at); err != nil {
+				break
+			}
+			at += int64(len(buf))
+			buf = buf[:0]
+		}
+		_, err = seg.f.WriteAt(rec, at)
+		at += int64(len(rec))
+	}
+	if err == nil && len(buf) > 0 {
+		_, err = seg.f.WriteAt(buf, at)
 	}
 	if err == nil && s.sync == SyncBatch {
 		err = syncData(seg.f)
@@ -184,18 +210,28 @@ func newSegment(dir string) (*segment, error) {
 	rand.Read(rnd[:])
 	name := fmt.Sprintf("%s-%d-%s.log", time.Now().UTC().Format("20060102T150405.000000Z"), os.Getpid(), hex.EncodeToString(rnd[:]))
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	// Created under a name replay does not look at, and renamed once
+	// locked: another process opening the journal takes the lock of every
+	// .log file it finds to tell dead logs from live ones, and a new file
+	// seen before its owner locked it would look dead.
+	tmp := path + ".new"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	if ok, err := lockFile(f); err != nil || !ok {
 		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("lock %s: %v", path, err)
+		os.Remove(tmp)
+		return nil, fmt.Errorf("lock %s: held elsewhere (%v)", tmp, err)
 	}
 	if _, err := f.WriteString(logMagic); err != nil {
 		f.Close()
-		os.Remove(path)
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		os.Remove(tmp)
 		return nil, err
 	}
 	// The file's name must outlive a crash along with its records.
@@ -468,6 +504,10 @@ func (s *Store) replayLogs(ctx context.Context) error {
 		return fmt.Errorf("journal %s: read log progress: %w", s.path, err)
 	}
 	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".log.new") {
+			removeStrayNew(filepath.Join(s.logDir, e.Name()))
+			continue
+		}
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".log") {
 			continue
 		}
@@ -476,6 +516,20 @@ func (s *Store) replayLogs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// removeStrayNew removes a segment a process died creating (newSegment),
+// unless its creator still holds it. It never holds a record: records are
+// appended only once it is renamed.
+func removeStrayNew(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if ok, err := lockFile(f); err == nil && ok {
+		os.Remove(path)
+	}
 }
 
 // replayBatch is how many records a replay feeds per transaction.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,7 +65,10 @@ func newTornFixture(t *testing.T, records int) *tornFixture {
 		if i%2 == 0 { // and odd ones with no cached count: a NULL in the record
 			resp.Usage.CachedTokens = &i
 		}
-		rows := responseRows(k, r, resp, 5*time.Millisecond)
+		rows, err := responseRows(k, r, resp, 5*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
 		smp := &sdk.Sample{ID: fmt.Sprint(i), Question: "q", Targets: []string{"a"}}
 		sr, err := sampleRow(run, "e", smp, SampleMeta{Index: i, RequestKey: r.Key})
 		if err != nil {
@@ -442,4 +447,100 @@ func TestV1JournalResumesWithoutReasking(t *testing.T) {
 
 func crcBytes(p []byte) []byte {
 	return binary.LittleEndian.AppendUint32(nil, crc32.Checksum(p, crcTable))
+}
+
+// Long records (a long context's request) are written from their own
+// buffer, short ones together: in one group commit, mixed, each lands whole
+// and in order, and the database gets every request as keyed.
+func TestLongAndShortRecordsInOneGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := mustKeyer(t, testIdentity())
+	var keyed []Keyed
+	for i := range 24 {
+		content := fmt.Sprintf("short %d", i)
+		if i%3 == 0 {
+			content = strings.Repeat(fmt.Sprintf("long %d ", i), directWriteBytes/6)
+		}
+		keyed = append(keyed, mustKeyed(t, k, &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: content}}}))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(keyed))
+	for i, r := range keyed {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: fmt.Sprint(i)}, time.Millisecond)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	for i, r := range keyed {
+		want, err := r.journalForm()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var request, text string
+		if err := db.QueryRow(`SELECT request, text FROM responses WHERE key = ?`, r.Key).Scan(&request, &text); err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		if request != want || text != fmt.Sprint(i) {
+			t.Errorf("response %d: request of %d bytes (want %d), text %q", i, len(request), len(want), text)
+		}
+	}
+}
+
+// A segment its process died creating (before the rename that makes it a
+// .log) is removed by the next Open; one still being created is left alone.
+func TestStrayNewSegmentRemoved(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := s.logDir
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(logDir, "20261124T000000.000000Z-1-00000000.log.new")
+	if err := os.WriteFile(stray, []byte(logMagic), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busy := filepath.Join(logDir, "20261124T000000.000000Z-2-00000000.log.new")
+	f, err := os.Create(busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if ok, err := lockFile(f); !ok || err != nil {
+		t.Fatalf("lock %s: %v %v", busy, ok, err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := os.Stat(stray); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stray segment still there: %v", err)
+	}
+	if _, err := os.Stat(busy); err != nil {
+		t.Errorf("a segment still being created was removed: %v", err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"unsafe"
 )
 
 // The journal's durability lives in an append-only log, one file per
@@ -62,9 +63,14 @@ const (
 	valNull   = 'n' // a NULL column: a sample without a grid point, a response without a cached count
 )
 
+// aliasBytes is the length from which a row's string value is replaced by
+// the record's copy of it (encodeRecord).
+const aliasBytes = 64 << 10
+
 // encodeRecord frames rows, stamped at unix nanoseconds at, as one record.
 // Callers encode their own records, so the work is spread over the
-// goroutines that Put rather than queued behind the log's writer.
+// goroutines that Put rather than queued behind the log's writer. Long
+// string values of rows are replaced by the record's bytes (aliasBytes).
 func encodeRecord(rows []row, at int64) ([]byte, error) {
 	size := 8 + 8
 	for _, r := range rows {
@@ -90,7 +96,7 @@ func encodeRecord(rows []row, at int64) ([]byte, error) {
 		}
 		b = append(b, r.table.logID)
 		b = binary.AppendUvarint(b, uint64(len(r.args)))
-		for _, a := range r.args {
+		for i, a := range r.args {
 			switch v := a.(type) {
 			case nil:
 				b = append(b, valNull)
@@ -98,6 +104,13 @@ func encodeRecord(rows []row, at int64) ([]byte, error) {
 				b = append(b, valString)
 				b = binary.AppendUvarint(b, uint64(len(v)))
 				b = append(b, v...)
+				if len(v) >= aliasBytes {
+					// The row keeps the record's copy rather than its own
+					// until it is fed: a long request is then held once,
+					// not twice. The record is never written to again.
+					tail := b[len(b)-len(v):]
+					r.args[i] = unsafe.String(unsafe.SliceData(tail), len(tail))
+				}
 			case []byte:
 				b = append(b, valBytes)
 				b = binary.AppendUvarint(b, uint64(len(v)))

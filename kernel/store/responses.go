@@ -93,7 +93,11 @@ func (s *Store) PutResponse(ctx context.Context, k *Keyer, r Keyed, resp *sdk.Ge
 	if resp == nil {
 		return fmt.Errorf("put response %s: nil response", r.Key)
 	}
-	if err := s.logRows(ctx, responseRows(k, r, resp, latency)...); err != nil {
+	rows, err := responseRows(k, r, resp, latency)
+	if err != nil {
+		return fmt.Errorf("put response %s: %w", r.Key, err)
+	}
+	if err := s.logRows(ctx, rows...); err != nil {
 		return fmt.Errorf("put response %s: %w", r.Key, err)
 	}
 	s.known.add(r.Key)
@@ -102,11 +106,15 @@ func (s *Store) PutResponse(ctx context.Context, k *Keyer, r Keyed, resp *sdk.Ge
 
 // responseRows are the rows of one PutResponse: the response, then its
 // attempts.
-func responseRows(k *Keyer, r Keyed, resp *sdk.GenerateResponse, latency time.Duration) []row {
+func responseRows(k *Keyer, r Keyed, resp *sdk.GenerateResponse, latency time.Duration) ([]row, error) {
+	request, err := r.journalForm()
+	if err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
 	rows := make([]row, 1, 1+len(resp.Attempts))
-	rows[0] = row{table: responsesTable, args: []any{r.Key, k.identity, string(r.request), resp.Text, resp.FinishReason,
+	rows[0] = row{table: responsesTable, args: []any{r.Key, k.identity, request, resp.Text, resp.FinishReason,
 		resp.Usage.PromptTokens, resp.Usage.CompletionTokens, ms(latency), nullInt(resp.Usage.CachedTokens)}}
-	return appendAttempts(rows, r.Key, resp.Attempts)
+	return appendAttempts(rows, r.Key, resp.Attempts), nil
 }
 
 // knownKeys is the set of response keys the journal holds, loaded on the

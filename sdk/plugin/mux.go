@@ -18,7 +18,11 @@ import (
 // it wait for the next message, so a burst of long-context prompts never
 // builds one message near MaxMessageSize. A single larger call still goes,
 // alone.
-const maxBatchBytes = 4 << 20
+//
+// 1 MB: a thousand short calls fit, so short ones still share messages, and
+// long-context prompts (some 500 KB each at 128K tokens) go one or two to a
+// message, so that neither side holds buffers of many prompts at once.
+const maxBatchBytes = 1 << 20
 
 // takeBatch removes from the front of *queue as many messages as fit in
 // maxBatchBytes (at least one) and returns them.

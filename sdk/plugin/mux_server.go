@@ -61,11 +61,15 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 				running[c.GetId()] = cancel
 				mu.Unlock()
 				calls.Add(1)
+				id := c.GetId()
 				pool.Go(func() {
 					defer calls.Done()
+					// Nothing here refers to c after run has it: its
+					// request (a long prompt, say) can go as soon as the
+					// component has what it needs of it.
 					r := cs.run(cctx, c)
 					mu.Lock()
-					delete(running, c.GetId())
+					delete(running, id)
 					mu.Unlock()
 					cancel()
 					out.push(r)

@@ -251,6 +251,10 @@ func (t taskServer) Samples(req *pb.SamplesRequest, stream grpc.ServerStreamingS
 // that long contexts do not pile up in memory.
 const sampleQueue = 16
 
+// sampleQueueBytes bounds the queue's bytes: a sample larger than that
+// still goes, alone.
+const sampleQueueBytes = 4 << 20
+
 func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStreamingServer[pb.SampleBatch]) error {
 	c, err := t.s.component(sdk.KindTask)
 	if err != nil {
@@ -259,6 +263,10 @@ func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStre
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	items := make(chan *pb.SamplesResponse, sampleQueue)
+	// The queue is bounded in bytes too: sixteen long-context samples
+	// would hold some 8 MB ahead of what the host has asked for.
+	var queued atomic.Int64
+	space := make(chan struct{}, 1)
 	go func() {
 		defer close(items)
 		// This goroutine is outside the stream interceptor's reach.
@@ -279,6 +287,14 @@ func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStre
 			if err != nil {
 				msg.Error = errorToProto(err)
 			}
+			for queued.Load() >= sampleQueueBytes {
+				select {
+				case <-space:
+				case <-ctx.Done():
+					return
+				}
+			}
+			queued.Add(int64(proto.Size(msg)))
 			select {
 			case items <- msg:
 			case <-ctx.Done():
@@ -286,6 +302,14 @@ func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStre
 			}
 		}
 	}()
+	// sent gives the sent messages' room back to the producer.
+	sent := func(size int) {
+		queued.Add(-int64(size))
+		select {
+		case space <- struct{}{}:
+		default:
+		}
+	}
 	for {
 		msg, ok := <-items
 		if !ok {
@@ -309,6 +333,7 @@ func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStre
 		if err := stream.Send(&pb.SampleBatch{Items: batch}); err != nil {
 			return err
 		}
+		sent(size)
 	}
 }
 
@@ -433,20 +458,27 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 	results := make([]*pb.ScoreResult, len(reqs))
 	workers := min(runtime.GOMAXPROCS(0), len(reqs))
 	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(reqs) {
+				return
+			}
+			results[i] = sc.scoreOne(ctx, reqs[i])
+		}
+	}
+	// The handler's own goroutine is one of the workers: a small batch
+	// (the run path's, under light load) starts no goroutine at all, and
+	// each one started grows a fresh stack through the scorer.
 	var wg sync.WaitGroup
-	for range workers {
+	for range workers - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(reqs) {
-					return
-				}
-				results[i] = sc.scoreOne(ctx, reqs[i])
-			}
+			work()
 		}()
 	}
+	work()
 	wg.Wait()
 	return &pb.ScoreBatchResponse{Results: results}, nil
 }

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// rssWatch follows the peak resident memory of a process tree: the process
+// it is started on and every descendant (hayloft's plugin processes). At
+// each sample it sums the peak (VmHWM, kept by the kernel) of every process
+// alive then, and keeps the largest sum: an upper bound of the tree's
+// memory at any one instant that does not add up processes which never
+// lived at once (the plugins the config check starts and stops before the
+// run). A process that grows after the last sample and exits before the
+// next is missed. Linux only: elsewhere the peak stays 0.
+type rssWatch struct {
+	root int
+	stop chan struct{}
+	done chan struct{}
+
+	mu    sync.Mutex
+	peaks map[int]int64  // pid → VmHWM in bytes
+	names map[int]string // pid → its command line, shortened
+	max   int64          // the largest sum of the live processes' peaks
+	procs int            // how many processes that sum counted
+}
+
+// watchRSS starts sampling the tree under root every interval.
+func watchRSS(root int, interval time.Duration) *rssWatch {
+	w := &rssWatch{root: root, stop: make(chan struct{}), done: make(chan struct{}), peaks: map[int]int64{}, names: map[int]string{}}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			w.sample()
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return w
+}
+
+// finish stops sampling and returns the peak, in bytes, and how many
+// processes it sums.
+func (w *rssWatch) finish() (int64, int) {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.max, w.procs
+}
+
+// breakdown is each process's peak, largest first: where the memory is.
+func (w *rssWatch) breakdown() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pids := make([]int, 0, len(w.peaks))
+	for pid := range w.peaks {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return w.peaks[pids[i]] > w.peaks[pids[j]] })
+	var b strings.Builder
+	for _, pid := range pids {
+		fmt.Fprintf(&b, "  %6.1f MB  %s\n", float64(w.peaks[pid])/(1<<20), w.names[pid])
+	}
+	return b.String()
+}
+
+// commandOf is a process's command line without the binary's directory:
+// "hayloft plugin start model openai".
+func commandOf(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil || len(b) == 0 {
+		return fmt.Sprintf("pid %d", pid)
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	args[0] = filepath.Base(args[0])
+	return strings.Join(args, " ")
+}
+
+// sample reads VmHWM of every process of the tree now.
+func (w *rssWatch) sample() {
+	pids := descendants(w.root)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var sum int64
+	n := 0
+	for _, pid := range append(pids, w.root) {
+		hwm, ok := vmHWM(pid)
+		if !ok {
+			continue // gone meanwhile
+		}
+		sum += hwm
+		n++
+		w.peaks[pid] = max(w.peaks[pid], hwm)
+		if _, ok := w.names[pid]; !ok {
+			w.names[pid] = commandOf(pid)
+		}
+	}
+	if sum > w.max {
+		w.max, w.procs = sum, n
+	}
+}
+
+// descendants lists the processes under root, from each process's parent
+// in /proc/PID/stat.
+func descendants(root int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(pid); ok {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// parentOf reads a process's parent pid: the field after the command name,
+// which is in parentheses and may itself hold spaces and parentheses.
+func parentOf(pid int) (int, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// vmHWM is a process's peak resident set size in bytes.
+func vmHWM(pid int) (int64, bool) {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		v, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v) // "123456 kB"
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, false
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		return kb << 10, err == nil
+	}
+	return 0, false
+}
