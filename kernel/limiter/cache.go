@@ -18,6 +18,10 @@ type PrefixCache struct {
 	// Slots is llama-server's slot count (each slot caching its own
 	// prefix, of Tokens); 0 for servers with one shared cache.
 	Slots int
+	// Assumed marks a size nobody stated (sendorder.DefaultCacheTokens):
+	// the send order then orders by it but never holds a request back for
+	// room, since a guess too small would starve the server.
+	Assumed bool
 }
 
 // LearnPrefixCache asks the server at base (the API root …/v1 or the server

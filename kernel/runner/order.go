@@ -29,11 +29,11 @@ import (
 // newWindow returns the look-ahead for an eval's phase, sized to the
 // smallest prefix cache among its models.
 func (r *Runner) newWindow(ctx context.Context, order string, rows []*row) sendorder.Window[*sdk.Sample] {
-	n, slots := 0, 0
+	var opts sendorder.Options
 	if order != config.OrderTask {
-		n, slots = r.cacheTokens(ctx, rows)
+		opts = r.cacheTokens(ctx, rows)
 	}
-	return sendorder.New[*sdk.Sample](order, sendorder.Options{CacheTokens: n, Slots: slots})
+	return sendorder.New[*sdk.Sample](order, opts)
 }
 
 // learnTimeout bounds asking a server for its cache size.
@@ -79,11 +79,12 @@ func (r *Runner) prefixCache(ctx context.Context, h *modelHandle) limiter.Prefix
 		}
 		// An assumed size is worth a warning where a server could have a
 		// cache; a learned or configured one is information.
+		h.cache.Assumed = assumed
 		switch {
 		case !assumed:
 			r.log.Info("prefix cache", "model", h.comp.Ref(), "tokens", h.cache.Tokens, "source", h.cache.Source)
 		case h.identity.Endpoint != "":
-			r.log.Warn("prefix cache size assumed", "model", h.comp.Ref(), "tokens", h.cache.Tokens, "source", h.cache.Source)
+			r.log.Warn("prefix cache size assumed: requests are ordered for it, none held back for room", "model", h.comp.Ref(), "tokens", h.cache.Tokens, "source", h.cache.Source)
 		default:
 			r.log.Debug("prefix cache", "model", h.comp.Ref(), "tokens", h.cache.Tokens, "source", h.cache.Source)
 		}
@@ -103,22 +104,25 @@ func messagesText(msgs []sdk.Message) string {
 	return strings.Join(parts, "\n")
 }
 
-// cacheTokens is the smallest prefix cache among the rows' models, and the
-// fewest slots among those whose server has slots (0: none has).
-func (r *Runner) cacheTokens(ctx context.Context, rows []*row) (tokens, slots int) {
+// cacheTokens is the smallest prefix cache among the rows' models, the
+// fewest slots among those whose server has slots (0: none has), and
+// whether any of those sizes is assumed.
+func (r *Runner) cacheTokens(ctx context.Context, rows []*row) sendorder.Options {
+	var o sendorder.Options
 	for _, rw := range rows {
 		if rw.model == nil || rw.res.Error != "" {
 			continue
 		}
 		pc := r.prefixCache(ctx, rw.model)
-		if tokens == 0 || pc.Tokens < tokens {
-			tokens = pc.Tokens
+		if o.CacheTokens == 0 || pc.Tokens < o.CacheTokens {
+			o.CacheTokens = pc.Tokens
 		}
-		if pc.Slots > 0 && (slots == 0 || pc.Slots < slots) {
-			slots = pc.Slots
+		if pc.Slots > 0 && (o.Slots == 0 || pc.Slots < o.Slots) {
+			o.Slots = pc.Slots
 		}
+		o.Assumed = o.Assumed || pc.Assumed
 	}
-	return tokens, slots
+	return o
 }
 
 // slot is the slot hint of a request to h: the send order's choice, for a

@@ -117,7 +117,7 @@ func (r *Runner) Plan(ctx context.Context, cfg *config.Config, opts PlanOptions)
 					a.row.Priced = true
 					a.pricePrompt, a.priceCompletion = pp, pc
 				}
-				a.planner = sendorder.NewPlanner(planPolicy(a.row.Order), sendorder.Options{CacheTokens: a.row.CacheTokens})
+				a.planner = sendorder.NewPlanner(planPolicy(a.row.Order), sendorder.Options{CacheTokens: a.row.CacheTokens, Assumed: h.settings.PrefixCacheTokens <= 0})
 				at[key] = a
 				accs = append(accs, a)
 			}

@@ -73,6 +73,12 @@ type Options struct {
 	// holds it, and opens no more groups at once than there are slots
 	// (slots.go). CacheTokens is then one slot's context.
 	Slots int
+	// Assumed says CacheTokens is a guess (no config, no server report):
+	// the walk and the leaders still follow the tree, but no request is
+	// held back to keep the working set inside a cache of that size. A
+	// guess too small would otherwise send one 128K-token prompt at a
+	// time to a server with room for dozens.
+	Assumed bool
 }
 
 // DefaultCacheTokens is assumed when the cache size is not known: a

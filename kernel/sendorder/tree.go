@@ -362,8 +362,9 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 		}
 		// With nothing in flight the first in the walk goes, fitting or
 		// not: the server must be kept busy, and one at a time the walk
-		// computes the tree exactly.
-		if inFlight == 0 || cost <= free {
+		// computes the tree exactly. A cache size that is only a guess
+		// holds nothing back.
+		if inFlight == 0 || w.opts.Assumed || cost <= free {
 			pick = c.i
 			break
 		}

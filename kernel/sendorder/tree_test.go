@@ -197,3 +197,31 @@ func TestTreeWorkingSet(t *testing.T) {
 		w.Done(it)
 	}
 }
+
+// An assumed cache smaller than one document must not send one request at
+// a time: the order follows the tree, but nothing is held back for room.
+func TestTreeAssumedCacheHoldsNothingBack(t *testing.T) {
+	const docs, docBytes = 8, 200000 // each document over the assumed cache
+	for _, tc := range []struct {
+		assumed bool
+		want    int // requests sent before any answer
+	}{
+		{assumed: false, want: 1},
+		{assumed: true, want: docs},
+	} {
+		w := New[int](Prefix, Options{CacheTokens: DefaultCacheTokens, Assumed: tc.assumed})
+		for d := range docs {
+			w.Push(d, text(uint64(d), docBytes), d)
+		}
+		sent := 0
+		for {
+			if _, st := w.Pop(); st != Popped {
+				break
+			}
+			sent++
+		}
+		if sent != tc.want {
+			t.Errorf("assumed=%v: %d sent at once, want %d", tc.assumed, sent, tc.want)
+		}
+	}
+}
