@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -104,5 +105,66 @@ func TestAggregateMean(t *testing.T) {
 	empty := AggregateMean(nil, 1)
 	if empty.N != 0 || empty.Value != 0 || empty.CILow != 0 || empty.CIHigh != 0 {
 		t.Errorf("empty aggregate = %+v", empty)
+	}
+}
+
+// The Resampler must draw exactly what math/rand/v2 draws from the same
+// PCG stream, or every bootstrap interval would move.
+func TestResamplerMatchesRandIntN(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7, 64, 1000, 10000, 1 << 20, 1<<31 - 1, 1 << 31} {
+		for _, seed := range []uint64{0, 1, 0x5354415253, math.MaxUint64} {
+			want := rand.New(rand.NewPCG(seed, bootstrapStream))
+			got := NewResampler(n, seed)
+			idx := make([]int32, 777)
+			for i := 0; i < 5000; i += len(idx) { // several calls: the state carries over
+				got.Fill(idx)
+				for k, g := range idx {
+					if w := want.IntN(n); int(g) != w {
+						t.Fatalf("n=%d seed=%d draw %d: got %d, want %d", n, seed, i+k, g, w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Bootstrap's interval is pinned: a change of draws would show here.
+func TestBootstrapPinned(t *testing.T) {
+	vals := make([]float64, 997)
+	for i := range vals {
+		vals[i] = float64((i * 7919) % 101)
+	}
+	lo, hi := Bootstrap(len(vals), 0, 42, func(idx []int) float64 {
+		var s float64
+		for _, i := range idx {
+			s += vals[i]
+		}
+		return s / float64(len(idx))
+	})
+	// An independent computation with math/rand/v2 itself.
+	rng := rand.New(rand.NewPCG(42, 0x9e3779b97f4a7c15))
+	res := make([]float64, DefaultResamples)
+	for r := range res {
+		var s float64
+		for range vals {
+			s += vals[rng.IntN(len(vals))]
+		}
+		res[r] = s / float64(len(vals))
+	}
+	wlo, whi := Interval(res)
+	if lo != wlo || hi != whi {
+		t.Fatalf("Bootstrap = (%v, %v), want (%v, %v)", lo, hi, wlo, whi)
+	}
+}
+
+// BenchmarkResamplerFill is the draws of one bootstrap of 1,000 resamples of
+// 10,000 items.
+func BenchmarkResamplerFill(b *testing.B) {
+	idx := make([]int32, 10000)
+	for b.Loop() {
+		r := NewResampler(len(idx), 0)
+		for range DefaultResamples {
+			r.Fill(idx)
+		}
 	}
 }

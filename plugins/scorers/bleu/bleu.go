@@ -234,6 +234,25 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 	return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
 }
 
+// corpusResult is the corpus score and details of summed statistics.
+func (s *Scorer) corpusResult(sum []float64) (float64, map[string]any, error) {
+	if s.opts.Mode == ModeNLTK {
+		res, err := nltkFromStats(sum, s.opts.Weights, s.method, s.epsilon, nil, nil)
+		return res.Score, res.details(), err
+	}
+	res := compute(sum, s.corpus)
+	return res.Score, res.details(), nil
+}
+
+// corpusScore is corpusResult without the details, for the bootstrap.
+func (s *Scorer) corpusScore(sum []float64) (float64, error) {
+	if s.opts.Mode == ModeNLTK {
+		res, err := nltkFromStats(sum, s.opts.Weights, s.method, s.epsilon, nil, nil)
+		return res.Score, err
+	}
+	return compute(sum, s.corpus).Score, nil
+}
+
 func (s *Scorer) putCounter(c *counter) {
 	if len(c.vocab) > 1<<16 {
 		return // let an outsized one go rather than pin its memory
@@ -276,12 +295,7 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 				sum[j] += v
 			}
 		}
-		if s.opts.Mode == ModeNLTK {
-			res, err := nltkFromStats(sum, s.opts.Weights, s.method, s.epsilon, nil, nil)
-			return res.Score, res.details(), err
-		}
-		res := compute(sum, s.corpus)
-		return res.Score, res.details(), nil
+		return s.corpusResult(sum)
 	}
 	all := make([]int, len(rows))
 	for i := range all {
@@ -291,10 +305,16 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 	if err != nil {
 		return nil, fmt.Errorf("%s: aggregate: %w", Name, err)
 	}
-	lo, hi := stats.Bootstrap(len(rows), s.opts.BootstrapResamples, s.opts.Seed, func(idx []int) float64 {
-		v, _, _ := corpus(idx) // the full corpus succeeded, so resamples do too
+	lo, hi, ok := bootstrapSums(rows, s.opts.BootstrapResamples, s.opts.Seed, func(sum []float64) float64 {
+		v, _ := s.corpusScore(sum) // the full corpus succeeded, so resamples do too
 		return v
 	})
+	if !ok {
+		lo, hi = stats.Bootstrap(len(rows), s.opts.BootstrapResamples, s.opts.Seed, func(idx []int) float64 {
+			v, _, _ := corpus(idx)
+			return v
+		})
+	}
 	return &sdk.AggregateResponse{
 		Value:   value,
 		N:       len(req.Scores),
