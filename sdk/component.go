@@ -144,6 +144,16 @@ type Aggregator interface {
 	Aggregate(ctx context.Context, req *AggregateRequest) (*AggregateResponse, error)
 }
 
+// StatsAggregator is an Aggregator whose Aggregate reads only the Value,
+// Invalid and Stats of each score, never its Details (corpus BLEU sums
+// Stats). A plugin host then hands it scores without decoding their
+// details, which for a corpus of many samples is most of the cost of the
+// call.
+type StatsAggregator interface {
+	Aggregator
+	AggregateReadsNoDetails()
+}
+
 // AggregateRequest holds every sample score of one eval, in sample order.
 type AggregateRequest struct {
 	Scores []*ScoreResponse `json:"scores"`

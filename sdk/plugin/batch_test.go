@@ -121,3 +121,34 @@ func TestScoreBatch(t *testing.T) {
 		})
 	}
 }
+
+// statsScorer is lenScorer whose aggregate declares it reads no details.
+type statsScorer struct{ lenScorer }
+
+func (statsScorer) AggregateReadsNoDetails() {}
+
+func (statsScorer) Aggregate(_ context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	for _, s := range req.Scores {
+		if s.Details != nil || len(s.Stats) != 2 {
+			return nil, fmt.Errorf("want stats without decoded details, got %+v", s)
+		}
+	}
+	return &sdk.AggregateResponse{N: len(req.Scores)}, nil
+}
+
+// A StatsAggregator gets the scores' statistics but no decoded details; an
+// ordinary Aggregator (TestScoreBatch) gets both.
+func TestStatsAggregatorSkipsDetails(t *testing.T) {
+	set := sdk.NewSet("batchtest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return statsScorer{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	results, err := sc.ScoreBatch(context.Background(), []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a"}, Prediction: "xy"}})
+	if err != nil || results[0].Err != nil || len(results[0].DetailsJSON) == 0 {
+		t.Fatalf("score: %+v, %v", results, err)
+	}
+	agg, err := sc.AggregateResults(context.Background(), results)
+	if err != nil || agg.N != 1 {
+		t.Fatalf("aggregate = %+v, %v", agg, err)
+	}
+}

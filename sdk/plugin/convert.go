@@ -42,6 +42,9 @@ func encodeMap(what string, m map[string]any) ([]byte, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
+	if b, ok := appendJSONMap(make([]byte, 0, 256), m); ok {
+		return b, nil
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", what, err)

@@ -430,8 +430,13 @@ func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) 
 	if !ok {
 		return nil, toStatus(fmt.Errorf("scorer has no aggregator: %w", sdk.ErrUnsupported))
 	}
+	_, noDetails := ag.(sdk.StatsAggregator)
 	scores := make([]*sdk.ScoreResponse, len(req.GetScores()))
 	for i, p := range req.GetScores() {
+		if noDetails {
+			scores[i] = &sdk.ScoreResponse{Value: p.GetValue(), Invalid: p.GetInvalid(), Stats: p.GetStats()}
+			continue
+		}
 		if scores[i], err = scoreResponseFromProto(p); err != nil {
 			return nil, toStatus(fmt.Errorf("score %d: %w", i, err))
 		}

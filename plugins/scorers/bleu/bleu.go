@@ -82,7 +82,11 @@ type Scorer struct {
 	counters sync.Pool // *counter
 }
 
-var _ sdk.Aggregator = (*Scorer)(nil)
+var _ sdk.StatsAggregator = (*Scorer)(nil)
+
+// AggregateReadsNoDetails marks Aggregate as reading only Stats (and
+// Invalid): corpus BLEU is computed from summed statistics.
+func (s *Scorer) AggregateReadsNoDetails() {}
 
 // New builds the bleu scorer; the result also implements sdk.Aggregator.
 func New(ctx context.Context, opts sdk.Options) (sdk.Scorer, error) {

@@ -1,0 +1,129 @@
+package plugin
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendJSONMap appends json.Marshal(m)'s exact bytes for maps of the value
+// types scorers' details are made of (numbers, strings, bools, nil, and
+// slices and maps of them). ok is false for anything else, or a value
+// json.Marshal would reject (NaN, ±Inf): the caller then uses json.Marshal,
+// which also gives the error. Every score of every sample crosses the plugin
+// boundary with its details, and reflection was most of what that cost.
+func appendJSONMap(b []byte, m map[string]any) ([]byte, bool) {
+	var keyBuf [16]string
+	keys := keyBuf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // json.Marshal sorts keys bytewise too
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendJSONString(b, k); !ok {
+			return b, false
+		}
+		b = append(b, ':')
+		if b, ok = appendJSONValue(b, m[k]); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+func appendJSONValue(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case float64:
+		return appendJSONFloat(b, v)
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case string:
+		return appendJSONString(b, v)
+	case []float64:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, f := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJSONFloat(b, f); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case []any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJSONValue(b, e); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		return appendJSONMap(b, v)
+	}
+	return b, false
+}
+
+// appendJSONFloat is encoding/json's float64 encoding: the shortest
+// representation, in exponent form below 1e-6 or from 1e21, with a
+// two-digit negative exponent shortened ("1e-07" becomes "1e-7").
+func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
+// appendJSONString quotes s when no character of it needs escaping, as in
+// almost every detail key and value; ok is false otherwise (control
+// characters, quotes, backslashes, the HTML characters json.Marshal
+// escapes, U+2028/U+2029, invalid UTF-8), and json.Marshal takes over.
+func appendJSONString(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
+}
