@@ -151,3 +151,34 @@ func caseIgnorable(r rune) bool {
 	}
 	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
+
+// NextField returns the bounds of the first field of s at or after byte i,
+// as Python's str.split() finds them, or start == end == len(s) when there
+// is none. It lets a caller walk the fields of a buffer without building
+// a []string.
+func NextField(s []byte, i int) (start, end int) {
+	for i < len(s) {
+		sp, size := spaceAtBytes(s, i)
+		if !sp {
+			break
+		}
+		i += size
+	}
+	start = i
+	for i < len(s) {
+		sp, size := spaceAtBytes(s, i)
+		if sp {
+			break
+		}
+		i += size
+	}
+	return start, i
+}
+
+func spaceAtBytes(s []byte, i int) (bool, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiSpace[c], 1
+	}
+	r, size := utf8.DecodeRune(s[i:])
+	return IsSpace(r), size
+}

@@ -16,9 +16,27 @@ func TestPythonSemantics(t *testing.T) {
 		{"a\u3000b\u00a0c", []string{"a", "b", "c"}},
 		{"  ", []string{}},
 	}
+	fields = append(fields, struct {
+		in   string
+		want []string
+	}{" x\xffy \u2009z\u2003 ", []string{"x\xffy", "z"}})
 	for _, c := range fields {
 		if got := Fields(c.in); !slices.Equal(got, c.want) {
 			t.Errorf("Fields(%q) = %q, want %q", c.in, got, c.want)
+		}
+		// NextField walks the same fields.
+		got := []string{}
+		b := []byte(c.in)
+		for i := 0; ; {
+			start, end := NextField(b, i)
+			if start == len(b) {
+				break
+			}
+			got = append(got, string(b[start:end]))
+			i = end
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("NextField over %q = %q, want %q", c.in, got, c.want)
 		}
 	}
 	if got := Strip("\x1d x \u2028"); got != "x" {

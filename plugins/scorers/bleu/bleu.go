@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/stats"
@@ -203,24 +204,39 @@ func (s *Scorer) tokens(tok tokenizeFunc, seg string) []string {
 	return pytext.Fields(tok(pytext.RStrip(seg)))
 }
 
+// segment preprocesses and tokenizes seg as tokens does, without the split:
+// the tokenized text, valid until the next call on c.
+func (s *Scorer) segment(c *counter, name string, tok tokenizeFunc, seg string) []byte {
+	if s.opts.Lowercase {
+		seg = pytext.Lower(seg)
+	}
+	seg = pytext.RStrip(seg)
+	if name == Tokenize13a {
+		return c.scratch.tokenize13a(seg)
+	}
+	out := tok(seg)
+	return unsafe.Slice(unsafe.StringData(out), len(out)) // only read
+}
+
 // Score returns the sentence BLEU of the prediction against sample.Targets.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
 	if err := req.NeedTargets(Name); err != nil {
 		return nil, err
 	}
-	tok := s.tok
+	name, tok := s.opts.Tokenize, s.tok
 	if tok == nil {
-		tok, _ = tokenizerFor(tokenizeForLang(req.Sample.Language))
-	}
-	hyp := s.tokens(tok, req.Prediction)
-	refs := make([][]string, len(req.Sample.Targets))
-	for i, t := range req.Sample.Targets {
-		refs[i] = s.tokens(tok, t)
+		name = tokenizeForLang(req.Sample.Language)
+		tok, _ = tokenizerFor(name)
 	}
 	c := s.counters.Get().(*counter)
-	st := c.stats(hyp, refs)
-	s.putCounter(c)
+	defer s.putCounter(c)
 	if s.opts.Mode == ModeNLTK {
+		hyp := s.tokens(tok, req.Prediction)
+		refs := make([][]string, len(req.Sample.Targets))
+		for i, t := range req.Sample.Targets {
+			refs[i] = s.tokens(tok, t)
+		}
+		st := c.stats(hyp, refs)
 		// NLTK's modified precision is sacrebleu's clipped count over the
 		// hypothesis count, with the denominator at least 1 per segment;
 		// its closest reference length breaks ties the same way.
@@ -234,6 +250,17 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 		}
 		return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
 	}
+	// sacrebleu: each segment is tokenized into the counter's buffers and
+	// its fields interned straight from them, one segment at a time.
+	c.reset()
+	for _, t := range req.Sample.Targets {
+		c.text(s.segment(c, name, tok, t), true)
+		c.ngrams(true)
+		c.addRef()
+	}
+	c.text(s.segment(c, name, tok, req.Prediction), false)
+	c.ngrams(false)
+	st := c.hypStats()
 	res := compute(st, s.sentence)
 	return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
 }
@@ -258,7 +285,7 @@ func (s *Scorer) corpusScore(sum []float64) (float64, error) {
 }
 
 func (s *Scorer) putCounter(c *counter) {
-	if len(c.vocab) > 1<<16 {
+	if c.vocab.len() > 1<<16 || cap(c.scratch.a) > 1<<20 {
 		return // let an outsized one go rather than pin its memory
 	}
 	s.counters.Put(c)

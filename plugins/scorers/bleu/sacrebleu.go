@@ -1,6 +1,11 @@
 package bleu
 
-import "math"
+import (
+	"math"
+	"unsafe"
+
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
+)
 
 // Smoothing methods, as sacrebleu's smooth_method parameter spells them.
 const (
@@ -139,18 +144,19 @@ func closestRefLen(hypLen int, refLens []int) int {
 // the pair (id of its (n-1)-gram prefix, id of its last token). That is exact
 // (no hashing) and lets counts live in slices instead of maps keyed by
 // strings, which is most of the speed. A counter is not safe for concurrent
-// use; the scorer pools them.
+// use; the scorer pools them, with their buffers.
 type counter struct {
-	vocab  map[string]uint32
-	orders []idTable // orders[k] interns (k+1)-grams, k >= 1
-	refMax [][]int32 // per order: max count over references
-	cnt    [][]int32 // per order: scratch counts, kept zeroed
-	ids    [][]int32 // per order: ids of the current sequence
+	vocab   vocab
+	orders  []idTable // orders[k] interns (k+1)-grams, k >= 1
+	refMax  [][]int32 // per order: max count over references
+	cnt     [][]int32 // per order: scratch counts, kept zeroed
+	ids     [][]int32 // per order: ids of the current sequence
+	refLens []int
+	scratch scratch // the tokenizer's buffers
 }
 
 func newCounter(maxOrder int) *counter {
 	c := &counter{
-		vocab:  map[string]uint32{},
 		orders: make([]idTable, maxOrder),
 		refMax: make([][]int32, maxOrder),
 		cnt:    make([][]int32, maxOrder),
@@ -160,32 +166,51 @@ func newCounter(maxOrder int) *counter {
 }
 
 func (c *counter) reset() {
-	clear(c.vocab)
+	c.vocab.reset()
 	for k := range c.orders {
 		c.orders[k].reset()
 		c.refMax[k] = c.refMax[k][:0]
 	}
+	c.refLens = c.refLens[:0]
 }
 
-// sequence fills c.ids with the n-gram ids of toks. With intern false,
-// n-grams never seen in a reference get -1 and so can never match.
-func (c *counter) sequence(toks []string, intern bool) {
-	for k := range c.ids {
-		c.ids[k] = c.ids[k][:0]
+// token appends the unigram id of tok to c.ids[0]. With intern false, a
+// token never seen in a reference gets -1 and so can never match.
+func (c *counter) token(tok []byte, intern bool) {
+	if id, ok := c.vocab.lookup(tok, intern); ok {
+		c.ids[0] = append(c.ids[0], int32(id))
+	} else {
+		c.ids[0] = append(c.ids[0], -1)
 	}
+}
+
+// words sets c.ids[0] to the unigram ids of toks.
+func (c *counter) words(toks []string, intern bool) {
+	c.ids[0] = c.ids[0][:0]
 	for _, t := range toks {
-		id, ok := c.vocab[t]
-		if !ok && intern {
-			id, ok = uint32(len(c.vocab)), true
-			c.vocab[t] = id
-		}
-		if ok {
-			c.ids[0] = append(c.ids[0], int32(id))
-		} else {
-			c.ids[0] = append(c.ids[0], -1)
-		}
+		c.token(unsafe.Slice(unsafe.StringData(t), len(t)), intern)
 	}
+}
+
+// text sets c.ids[0] to the unigram ids of the fields of a tokenized
+// segment (Python's str.split()), without a string per field.
+func (c *counter) text(text []byte, intern bool) {
+	c.ids[0] = c.ids[0][:0]
+	for i := 0; ; {
+		start, end := pytext.NextField(text, i)
+		if start == end {
+			return
+		}
+		c.token(text[start:end], intern)
+		i = end
+	}
+}
+
+// ngrams fills c.ids[1:] from the unigram ids in c.ids[0]. With intern
+// false, n-grams never seen in a reference get -1.
+func (c *counter) ngrams(intern bool) {
 	for k := 1; k < len(c.ids); k++ {
+		c.ids[k] = c.ids[k][:0]
 		prev, uni := c.ids[k-1], c.ids[0]
 		for i := 0; i+k < len(uni); i++ {
 			p, last := prev[i], uni[i+k]
@@ -217,42 +242,41 @@ func grow(s []int32, n int) []int32 {
 	return s
 }
 
-// stats returns [sys_len, ref_len, correct_1..N, total_1..N] for one
-// tokenized hypothesis and its tokenized references, as sacrebleu's
-// _compute_segment_statistics: hypothesis counts clipped by the maximum count
-// in any single reference.
-func (c *counter) stats(hyp []string, refs [][]string) []float64 {
-	n := len(c.orders)
-	c.reset()
-	refLens := make([]int, len(refs))
-	for r, ref := range refs {
-		refLens[r] = len(ref)
-		c.sequence(ref, true)
-		for k := 0; k < n; k++ {
-			size := len(c.vocab)
-			if k > 0 {
-				size = c.orders[k].len()
-			}
-			c.refMax[k] = grow(c.refMax[k], size)
-			c.cnt[k] = grow(c.cnt[k], size)
-			cnt, mx := c.cnt[k], c.refMax[k]
-			for _, id := range c.ids[k] {
-				cnt[id]++
-			}
-			for _, id := range c.ids[k] {
-				if cnt[id] > mx[id] {
-					mx[id] = cnt[id]
-				}
-			}
-			for _, id := range c.ids[k] {
-				cnt[id] = 0
+// addRef takes the n-grams in c.ids as a reference: each n-gram's count is
+// raised to its count in this reference if that is higher.
+func (c *counter) addRef() {
+	c.refLens = append(c.refLens, len(c.ids[0]))
+	for k := range c.ids {
+		size := c.vocab.len()
+		if k > 0 {
+			size = c.orders[k].len()
+		}
+		c.refMax[k] = grow(c.refMax[k], size)
+		c.cnt[k] = grow(c.cnt[k], size)
+		cnt, mx := c.cnt[k], c.refMax[k]
+		for _, id := range c.ids[k] {
+			cnt[id]++
+		}
+		for _, id := range c.ids[k] {
+			if cnt[id] > mx[id] {
+				mx[id] = cnt[id]
 			}
 		}
+		for _, id := range c.ids[k] {
+			cnt[id] = 0
+		}
 	}
+}
+
+// hypStats returns [sys_len, ref_len, correct_1..N, total_1..N] for the
+// hypothesis in c.ids against the references added since reset, as
+// sacrebleu's _compute_segment_statistics: hypothesis counts clipped by the
+// maximum count in any single reference.
+func (c *counter) hypStats() []float64 {
+	n := len(c.orders)
 	out := make([]float64, 2+2*n)
-	out[0] = float64(len(hyp))
-	out[1] = float64(closestRefLen(len(hyp), refLens))
-	c.sequence(hyp, false)
+	out[0] = float64(len(c.ids[0]))
+	out[1] = float64(closestRefLen(len(c.ids[0]), c.refLens))
 	for k := 0; k < n; k++ {
 		ids, cnt, mx := c.ids[k], c.cnt[k], c.refMax[k]
 		out[2+n+k] = float64(len(ids))
@@ -272,4 +296,18 @@ func (c *counter) stats(hyp []string, refs [][]string) []float64 {
 		out[2+k] = float64(matched)
 	}
 	return out
+}
+
+// stats is the statistics of one tokenized hypothesis against its
+// tokenized references.
+func (c *counter) stats(hyp []string, refs [][]string) []float64 {
+	c.reset()
+	for _, ref := range refs {
+		c.words(ref, true)
+		c.ngrams(true)
+		c.addRef()
+	}
+	c.words(hyp, false)
+	c.ngrams(false)
+	return c.hypStats()
 }

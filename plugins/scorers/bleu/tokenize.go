@@ -45,6 +45,18 @@ func tokenizerFor(name string) (tokenizeFunc, bool) {
 // tokenize13a is sacrebleu's Tokenizer13a (mteval-v13a): unescape a few
 // entities, join lines, pad with spaces, then the regexp rules.
 func tokenize13a(line string) string {
+	var sc scratch
+	b := sc.tokenize13a(line)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // sc is never used again
+}
+
+// scratch holds the buffers of the regexp rules between calls, so that a
+// pooled counter tokenizes segment after segment without allocating.
+type scratch struct{ a, b []byte }
+
+// tokenize13a is the package's tokenize13a into sc's buffers: the result is
+// valid until the next call on sc.
+func (sc *scratch) tokenize13a(line string) []byte {
 	if strings.IndexByte(line, '<') >= 0 {
 		line = strings.ReplaceAll(line, "<skipped>", "")
 	}
@@ -58,7 +70,7 @@ func tokenize13a(line string) string {
 		line = strings.ReplaceAll(line, "&lt;", "<")
 		line = strings.ReplaceAll(line, "&gt;", ">")
 	}
-	return regexpRules(line, true)
+	return sc.rules(line, true)
 }
 
 // regexpRules is sacrebleu's TokenizerRegexp. Its four re.sub passes are
@@ -71,9 +83,17 @@ func tokenize13a(line string) string {
 // pad puts a space before and after line first (13a's padding), without
 // building the padded copy.
 func regexpRules(line string, pad bool) string {
+	var sc scratch
+	b := sc.rules(line, pad)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // sc is never used again
+}
+
+// rules is regexpRules into sc's buffers: the result is valid until the
+// next call on sc.
+func (sc *scratch) rules(line string, pad bool) []byte {
 	// Rule 1: space out ASCII punctuation except ' , - . (a space, which
 	// the class also holds, is left single: only the field split sees it).
-	b := make([]byte, 0, len(line)+len(line)/2+16)
+	b := slicesGrow(sc.a[:0], len(line)+len(line)/2+16)
 	if pad {
 		b = append(b, ' ')
 	}
@@ -92,7 +112,7 @@ func regexpRules(line string, pad bool) string {
 	// second character; i is the first byte not yet copied, and from the
 	// first position a match's second character may take (its first must
 	// not have been consumed by the previous match).
-	b2 := make([]byte, 0, len(b)+len(b)/4+16)
+	b2 := slicesGrow(sc.b[:0], len(b)+len(b)/4+16)
 	i, from := 0, 1
 	for {
 		j := indexDotComma(b, from)
@@ -144,9 +164,8 @@ func regexpRules(line string, pad bool) string {
 		i = j + 1
 	}
 	b4 = append(b4, b3[i:]...)
-	// b4 is never written after this, so it can be the string's bytes:
-	// one copy of the line fewer.
-	return unsafe.String(unsafe.SliceData(b4), len(b4))
+	sc.a, sc.b = b3, b4 // kept, grown, for the next call
+	return b4
 }
 
 // indexDotComma returns the index of the first '.' or ',' in b at or after

@@ -1,0 +1,96 @@
+package bleu
+
+import "math/bits"
+
+// vocab interns tokens (byte strings) as dense ids 0, 1, 2, … in order of
+// first sight, like a map[string]uint32 but without a string per token: the
+// token's bytes are copied into an arena that reset empties, and the slots
+// are marked with a generation, so a pooled vocab is reused segment after
+// segment without clearing or allocating.
+type vocab struct {
+	slots []vocabSlot
+	arena []byte
+	gen   uint32
+	n     int
+	bits  uint
+}
+
+type vocabSlot struct {
+	gen      uint32
+	hash     uint32
+	off, len uint32 // the token's bytes in the arena
+	id       uint32
+}
+
+func (v *vocab) reset() {
+	v.gen++
+	v.n = 0
+	v.arena = v.arena[:0]
+	if v.gen == 0 { // wrapped: old marks could look current
+		clear(v.slots)
+		v.gen = 1
+	}
+}
+
+func (v *vocab) len() int { return v.n }
+
+// hashToken is FNV-1a: tokens are short, and a byte loop beats a call.
+func hashToken(tok []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range tok {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
+}
+
+func (v *vocab) slot(h uint32) uint32 { return (h * 0x9e3779b1) >> (32 - v.bits) }
+
+// lookup returns the id of tok. With intern, a new token gets the next id;
+// without, a token not interned since the last reset gets ok false.
+func (v *vocab) lookup(tok []byte, intern bool) (id uint32, ok bool) {
+	if intern && 2*(v.n+1) > len(v.slots) {
+		v.grow()
+	}
+	if len(v.slots) == 0 {
+		return 0, false
+	}
+	h := hashToken(tok)
+	mask := uint32(len(v.slots) - 1)
+	for i := v.slot(h); ; i = (i + 1) & mask {
+		s := &v.slots[i]
+		if s.gen != v.gen {
+			if !intern {
+				return 0, false
+			}
+			*s = vocabSlot{gen: v.gen, hash: h, off: uint32(len(v.arena)), len: uint32(len(tok)), id: uint32(v.n)}
+			v.arena = append(v.arena, tok...)
+			v.n++
+			return s.id, true
+		}
+		if s.hash == h && string(v.arena[s.off:s.off+s.len]) == string(tok) {
+			return s.id, true
+		}
+	}
+}
+
+// grow doubles the table (at least 64 slots) and reinserts live entries.
+func (v *vocab) grow() {
+	old, oldGen := v.slots, v.gen
+	size := max(64, 2*len(old))
+	v.slots = make([]vocabSlot, size)
+	v.bits = uint(bits.TrailingZeros(uint(size)))
+	v.gen = 1
+	mask := uint32(size - 1)
+	for _, s := range old {
+		if s.gen != oldGen || v.n == 0 {
+			continue
+		}
+		for i := v.slot(s.hash); ; i = (i + 1) & mask {
+			if v.slots[i].gen != v.gen {
+				s.gen = v.gen
+				v.slots[i] = s
+				break
+			}
+		}
+	}
+}
