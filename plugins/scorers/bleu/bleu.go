@@ -285,7 +285,7 @@ func (s *Scorer) corpusScore(sum []float64) (float64, error) {
 }
 
 func (s *Scorer) putCounter(c *counter) {
-	if c.vocab.len() > 1<<16 || cap(c.scratch.a) > 1<<20 {
+	if c.vocab.Len() > 1<<16 || cap(c.scratch.a) > 1<<20 {
 		return // let an outsized one go rather than pin its memory
 	}
 	s.counters.Put(c)

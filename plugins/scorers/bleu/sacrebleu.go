@@ -4,6 +4,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/hayloft/hayloft/plugins/internal/intern"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
 )
 
@@ -146,7 +147,7 @@ func closestRefLen(hypLen int, refLens []int) int {
 // strings, which is most of the speed. A counter is not safe for concurrent
 // use; the scorer pools them, with their buffers.
 type counter struct {
-	vocab   vocab
+	vocab   intern.Table
 	orders  []idTable // orders[k] interns (k+1)-grams, k >= 1
 	refMax  [][]int32 // per order: max count over references
 	cnt     [][]int32 // per order: scratch counts, kept zeroed
@@ -166,7 +167,7 @@ func newCounter(maxOrder int) *counter {
 }
 
 func (c *counter) reset() {
-	c.vocab.reset()
+	c.vocab.Reset()
 	for k := range c.orders {
 		c.orders[k].reset()
 		c.refMax[k] = c.refMax[k][:0]
@@ -177,7 +178,7 @@ func (c *counter) reset() {
 // token appends the unigram id of tok to c.ids[0]. With intern false, a
 // token never seen in a reference gets -1 and so can never match.
 func (c *counter) token(tok []byte, intern bool) {
-	if id, ok := c.vocab.lookup(tok, intern); ok {
+	if id, ok := c.vocab.Lookup(tok, intern); ok {
 		c.ids[0] = append(c.ids[0], int32(id))
 	} else {
 		c.ids[0] = append(c.ids[0], -1)
@@ -247,7 +248,7 @@ func grow(s []int32, n int) []int32 {
 func (c *counter) addRef() {
 	c.refLens = append(c.refLens, len(c.ids[0]))
 	for k := range c.ids {
-		size := c.vocab.len()
+		size := c.vocab.Len()
 		if k > 0 {
 			size = c.orders[k].len()
 		}

@@ -17,7 +17,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"unsafe"
 
+	"github.com/hayloft/hayloft/plugins/internal/intern"
 	"github.com/hayloft/hayloft/sdk"
 )
 
@@ -63,9 +65,30 @@ type Scorer struct {
 // scratch is per-call working memory, pooled because a scorer may see
 // millions of samples.
 type scratch struct {
-	vocab interner
-	toks  []string
-	lcs   lcsBuf
+	tab      intern.Table
+	toks     []string
+	word     []byte
+	ref, can []int32
+	lcs      lcsBuf
+}
+
+// ids interns words into dst.
+func (sc *scratch) ids(dst []int32, words []string) []int32 {
+	for _, w := range words {
+		id, _ := sc.tab.Lookup(unsafe.Slice(unsafe.StringData(w), len(w)), true)
+		dst = append(dst, int32(id))
+	}
+	return dst
+}
+
+// tokenIDs is the ids of text's tokens, appended to dst: straight from the
+// text for the default tokenizer without stemming, else through the tokens.
+func (s *Scorer) tokenIDs(sc *scratch, dst []int32, text string) []int32 {
+	if t, ok := s.tok.(defaultTokenizer); ok && t.stems == nil {
+		return t.appendIDs(dst, text, &sc.tab, &sc.word)
+	}
+	sc.toks = s.tok.tokenize(sc.toks[:0], text)
+	return sc.ids(dst, sc.toks)
 }
 
 // New builds the rougel scorer.
@@ -148,7 +171,7 @@ func build(raw sdk.Options, summary bool, n int) (*Scorer, error) {
 	default:
 		return nil, sdk.Configf("mode", "unknown mode %q (want %q, %q or %q)", o.Mode, ModeRougeScore, ModePltrdy, ModePltrdyLegacy)
 	}
-	s.scratch.New = func() any { return &scratch{vocab: interner{}} }
+	s.scratch.New = func() any { return &scratch{} }
 	return s, nil
 }
 
@@ -209,10 +232,9 @@ func (s *Scorer) compare(target, prediction string) Score {
 	if s.summary {
 		return s.withAlpha(summaryLevel(s.sentences(sc, target), s.sentences(sc, prediction)))
 	}
-	sc.toks = s.tok.tokenize(sc.toks[:0], target)
-	ref := sc.vocab.ids(sc.toks)
-	sc.toks = s.tok.tokenize(sc.toks[:0], prediction)
-	can := sc.vocab.ids(sc.toks)
+	sc.ref = s.tokenIDs(sc, sc.ref[:0], target)
+	sc.can = s.tokenIDs(sc, sc.can[:0], prediction)
+	ref, can := sc.ref, sc.can
 	if len(ref) == 0 || len(can) == 0 {
 		return Score{}
 	}
@@ -239,8 +261,7 @@ func (s *Scorer) sentences(sc *scratch, text string) [][]int32 {
 			continue
 		}
 		if line := text[start:i]; line != "" {
-			sc.toks = s.tok.tokenize(sc.toks[:0], line)
-			out = append(out, sc.vocab.ids(sc.toks))
+			out = append(out, s.tokenIDs(sc, nil, line))
 		}
 		start = i + 1
 	}
@@ -249,10 +270,10 @@ func (s *Scorer) sentences(sc *scratch, text string) [][]int32 {
 
 func (s *Scorer) put(sc *scratch) {
 	// A huge vocabulary from one long document is not worth keeping.
-	if len(sc.vocab) > 1<<16 {
-		sc.vocab = interner{}
+	if sc.tab.Bytes() > 4<<20 {
+		sc.tab = intern.Table{}
 	} else {
-		clear(sc.vocab)
+		sc.tab.Reset()
 	}
 	s.scratch.Put(sc)
 }

@@ -326,3 +326,28 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// appendIDs must find the tokens tokenize finds: the same id sequence as
+// interning tokenize's output, on edge cases and on random mixes of the
+// characters the tokenizer treats specially.
+func TestDefaultTokenizerIDs(t *testing.T) {
+	inputs := []string{"", "---", "Hello, World! It's 2024.", "\u212Aelvin", "\u0130stanbul İİ xİy", "café naïve ß ÆON", "中文 text 混合", "a\u0307b", "ABC abc AbC 123 a1B2"}
+	alphabet := []string{"a", "Z", "q", "0", "9", " ", ",", "-", "\u212a", "\u0130", "é", "中", "\n", "ß", "\xff"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		inputs = append(inputs, b.String())
+	}
+	tok := defaultTokenizer{}
+	for _, in := range inputs {
+		var want, got scratch
+		wantIDs := want.ids(nil, tok.tokenize(nil, in))
+		gotIDs := tok.appendIDs(nil, in, &got.tab, &got.word)
+		if !slices.Equal(gotIDs, wantIDs) || got.tab.Len() != want.tab.Len() {
+			t.Fatalf("%q: ids %v, want %v (%q)", in, gotIDs, wantIDs, tok.tokenize(nil, in))
+		}
+	}
+}

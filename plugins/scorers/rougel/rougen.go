@@ -26,10 +26,10 @@ func (s *Scorer) compareN(target, prediction string) Score {
 	}
 	sc := s.scratch.Get().(*scratch)
 	defer s.put(sc)
-	sc.toks = s.tok.tokenize(sc.toks[:0], target)
-	ref := ngramCounts(sc.vocab.ids(sc.toks), s.n)
-	sc.toks = s.tok.tokenize(sc.toks[:0], prediction)
-	can := ngramCounts(sc.vocab.ids(sc.toks), s.n)
+	sc.ref = s.tokenIDs(sc, sc.ref[:0], target)
+	ref := ngramCounts(sc.ref, s.n)
+	sc.can = s.tokenIDs(sc, sc.can[:0], prediction)
+	can := ngramCounts(sc.can, s.n)
 	refTotal, canTotal, overlap := 0, 0, 0
 	for g, c := range ref {
 		refTotal += c

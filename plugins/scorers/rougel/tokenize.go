@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hayloft/hayloft/plugins/internal/intern"
 )
 
 // Tokenizer names accepted by the tokenizer option.
@@ -97,6 +99,52 @@ func (t defaultTokenizer) tokenize(dst []string, text string) []string {
 		i += size
 	}
 	flush(len(text))
+	return dst
+}
+
+// appendIDs is tokenize, without a stemmer, straight to token ids: each
+// token is lowercased into word (reused) and interned in tab, so no string
+// is made per token. Every ROUGE-L score of the default configuration goes
+// through here, two texts per pair. It must agree with tokenize exactly
+// (TestDefaultTokenizerIDs).
+func (defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, word *[]byte) []int32 {
+	w := (*word)[:0]
+	in := false
+	emit := func() {
+		if in {
+			id, _ := tab.Lookup(w, true)
+			dst = append(dst, int32(id))
+			w, in = w[:0], false
+		}
+	}
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+				w, in = append(w, c), true
+			case 'A' <= c && c <= 'Z':
+				w, in = append(w, c+('a'-'A')), true
+			default:
+				emit()
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch r { // as in tokenize: the two letters str.lower maps into [a-z]
+		case '\u212a':
+			w, in = append(w, 'k'), true
+		case '\u0130':
+			w, in = append(w, 'i'), true
+			emit() // its combining dot separates
+		default:
+			emit()
+		}
+		i += size
+	}
+	emit()
+	*word = w
 	return dst
 }
 

@@ -1,13 +1,16 @@
-package bleu
+// Package intern maps tokens to dense ids, for the scorers that count or
+// align tokens (BLEU's n-grams, ROUGE's LCS): comparing ids is what they
+// need, and a reused table does it without a string or map entry per token.
+package intern
 
 import "math/bits"
 
-// vocab interns tokens (byte strings) as dense ids 0, 1, 2, … in order of
+// Table interns tokens (byte strings) as dense ids 0, 1, 2, … in order of
 // first sight, like a map[string]uint32 but without a string per token: the
 // token's bytes are copied into an arena that reset empties, and the slots
-// are marked with a generation, so a pooled vocab is reused segment after
+// are marked with a generation, so a pooled Table is reused segment after
 // segment without clearing or allocating.
-type vocab struct {
+type Table struct {
 	slots []vocabSlot
 	arena []byte
 	gen   uint32
@@ -22,7 +25,8 @@ type vocabSlot struct {
 	id       uint32
 }
 
-func (v *vocab) reset() {
+// Reset forgets every token, keeping the memory.
+func (v *Table) Reset() {
 	v.gen++
 	v.n = 0
 	v.arena = v.arena[:0]
@@ -32,7 +36,12 @@ func (v *vocab) reset() {
 	}
 }
 
-func (v *vocab) len() int { return v.n }
+// Len is the number of tokens interned since the last Reset.
+func (v *Table) Len() int { return v.n }
+
+// Bytes is the memory the table holds, for a pool deciding whether a table
+// grown by one huge input is worth keeping.
+func (v *Table) Bytes() int { return cap(v.arena) + 20*cap(v.slots) }
 
 // hashToken is FNV-1a: tokens are short, and a byte loop beats a call.
 func hashToken(tok []byte) uint32 {
@@ -43,11 +52,11 @@ func hashToken(tok []byte) uint32 {
 	return h
 }
 
-func (v *vocab) slot(h uint32) uint32 { return (h * 0x9e3779b1) >> (32 - v.bits) }
+func (v *Table) slot(h uint32) uint32 { return (h * 0x9e3779b1) >> (32 - v.bits) }
 
-// lookup returns the id of tok. With intern, a new token gets the next id;
+// Lookup returns the id of tok. With intern, a new token gets the next id;
 // without, a token not interned since the last reset gets ok false.
-func (v *vocab) lookup(tok []byte, intern bool) (id uint32, ok bool) {
+func (v *Table) Lookup(tok []byte, intern bool) (id uint32, ok bool) {
 	if intern && 2*(v.n+1) > len(v.slots) {
 		v.grow()
 	}
@@ -74,7 +83,7 @@ func (v *vocab) lookup(tok []byte, intern bool) (id uint32, ok bool) {
 }
 
 // grow doubles the table (at least 64 slots) and reinserts live entries.
-func (v *vocab) grow() {
+func (v *Table) grow() {
 	old, oldGen := v.slots, v.gen
 	size := max(64, 2*len(old))
 	v.slots = make([]vocabSlot, size)

@@ -1,4 +1,4 @@
-package bleu
+package intern
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-func TestVocabMatchesMap(t *testing.T) {
+func TestTableMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	var v vocab
+	var v Table
 	for round := range 20 {
-		v.reset()
+		v.Reset()
 		ref := map[string]uint32{}
 		n := rng.IntN(3000)
 		for range n {
@@ -23,17 +23,17 @@ func TestVocabMatchesMap(t *testing.T) {
 				want = uint32(len(ref))
 				ref[tok] = want
 			}
-			if got, ok := v.lookup([]byte(tok), true); !ok || got != want {
+			if got, ok := v.Lookup([]byte(tok), true); !ok || got != want {
 				t.Fatalf("round %d: intern(%q) = %d, want %d", round, tok, got, want)
 			}
 		}
-		if v.len() != len(ref) {
-			t.Fatalf("len = %d, want %d", v.len(), len(ref))
+		if v.Len() != len(ref) {
+			t.Fatalf("len = %d, want %d", v.Len(), len(ref))
 		}
 		for range 500 {
 			tok := fmt.Sprint("t", rng.IntN(n+10))
 			want, wantOK := ref[tok]
-			if got, ok := v.lookup([]byte(tok), false); ok != wantOK || got != want {
+			if got, ok := v.Lookup([]byte(tok), false); ok != wantOK || got != want {
 				t.Fatalf("get(%q) = %d,%v want %d,%v", tok, got, ok, want, wantOK)
 			}
 		}
