@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The input is scanned by hand rather than through encoding/json's Decoder:
@@ -256,6 +257,14 @@ func (s *scanner) str() error {
 	start := s.i
 	s.i++
 	for s.i < len(s.b) {
+		// Most of a line is the inside of strings: skip the plain bytes in
+		// a tight loop.
+		for s.i < len(s.b) && !strStop[s.b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(s.b) {
+			break
+		}
 		c := s.b[s.i]
 		switch {
 		case c == '"':
@@ -290,13 +299,23 @@ func (s *scanner) str() error {
 	return s.errorf("unterminated string at offset %d", start)
 }
 
+// strStop marks the bytes a string scan must look at: the closing quote,
+// an escape, and the control characters JSON forbids in strings.
+var strStop = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // decodeString decodes a validated JSON string (quotes included). Plain
 // strings are sliced; anything with an escape or invalid UTF-8 (which
 // encoding/json replaces by U+FFFD) goes through encoding/json.
 func decodeString(raw []byte) (string, error) {
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), nil
+		return unsafeString(inner), nil
 	}
 	var s string
 	err := json.Unmarshal(raw, &s)
@@ -317,27 +336,54 @@ func keyOut(raw []byte, key string) []byte {
 
 // appendCompact is json.Compact for a value already validated: the
 // whitespace outside strings removed, everything else kept as it is.
+// Strings are copied whole.
 func appendCompact(dst, v []byte) []byte {
 	if len(v) > 0 && v[0] == '"' {
 		return append(dst, v...) // a string is all inside
 	}
-	in := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case in && c == '\\':
-			dst = append(dst, c, v[i+1])
+	for i := 0; i < len(v); {
+		switch c := v[i]; c {
+		case '"':
+			end := stringEnd(v, i)
+			dst = append(dst, v[i:end]...)
+			i = end
+		case ' ', '\t', '\n', '\r':
 			i++
-			continue
-		case c == '"':
-			in = !in
-		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			continue
+		default:
+			dst = append(dst, c)
+			i++
 		}
-		dst = append(dst, c)
 	}
 	return dst
 }
+
+// stringEnd returns the index just past the validated string that opens
+// at v[i]: the first quote after it that is not escaped (preceded by an
+// even number of backslashes).
+func stringEnd(v []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(v[j:], '"')
+		if k < 0 {
+			return len(v) // not reached for validated input
+		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && v[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
+}
+
+// unsafeString is b as a string without a copy. Every input line is a
+// buffer of its own that nothing writes after it is read, so the strings
+// decoded from it (predictions, references: most of its bytes) can share
+// its memory instead of copying it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // stringList decodes a validated JSON list of plain strings; ok is false
 // for anything else (escapes, other values), which the caller leaves to
@@ -362,7 +408,7 @@ func stringList(raw []byte) (list []string, ok bool) {
 		if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
 			return nil, false
 		}
-		list = append(list, string(inner))
+		list = append(list, unsafeString(inner))
 		s.ws()
 		if s.i >= len(s.b) {
 			return nil, false

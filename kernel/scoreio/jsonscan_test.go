@@ -3,7 +3,11 @@ package scoreio
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
+
+	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
 )
 
 var scanCases = []string{
@@ -14,6 +18,7 @@ var scanCases = []string{
 	`{"a":[1 2]}`, `{"a":{"b"}}`, `{"a":{"b":1,}}`, "{\"a\":\"tab\there\"}", `{"a":1}x`,
 	`{"a":1} {}`, `{"a":"x"`, `{"a`, `{`, `[]`, `"s"`, `{"<k>&":"v"}`, `{"k\u0041":1}`,
 	"{\"a\":\"\xff\xfe\"}", `{"a":[[[[[]]]]],"b":{"c":{"d":{}}}}`, "{\"a\":\n[1,\r\n2]\t}",
+	`{"a":[ "x\\\" y" , "z\\\\" , "\\\\\"" ,"]" ]}`, `{"a":{"k \" ]":[ "v" ]}}`,
 }
 
 // The hand-written scanner accepts exactly the objects encoding/json
@@ -67,5 +72,37 @@ func checkScan(t *testing.T, in []byte) {
 	}
 	if !bytes.Equal(gotVals, wantVals) {
 		t.Errorf("%q: values compact to %s, want %s", in, gotVals, wantVals)
+	}
+}
+
+// appendScore walks the details in place; it must write what decoding them
+// into a map and encoding that with "value" and "invalid" writes.
+func TestAppendScoreAgreesWithMap(t *testing.T) {
+	for _, details := range []string{
+		``, `{}`, `{"bp":1,"counts":[1,2],"score":33.5}`, `{ "a" : 1 , "z" : [ 1 , 2 ] }`,
+		`{"value":7,"extra":"x"}`, `{"invalid":true}`, `{"z":1,"a":2}`, `{"a":1,"a":2}`,
+		`{"k\u0041":1,"b":2}`, `{"<k>":1}`, `{"é":1,"a":2}`, `{"":1,"a":2}`, `{"w":{"a":[{"q":null}],"z":1}}`,
+	} {
+		for _, v := range []float64{0.25, 1e-7, 1e21, 100} {
+			r := plugin.ScoreResult{Response: &sdk.ScoreResponse{Value: v, Invalid: v == 100}}
+			if details != "" {
+				r.DetailsJSON = []byte(details)
+			}
+			got, err := appendScore(nil, r)
+			if err != nil {
+				t.Fatalf("%s: %v", details, err)
+			}
+			d := r.DetailsJSON
+			if d == nil {
+				d = []byte(`{}`)
+			}
+			want, err := appendScoreSlow(nil, d, r)
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s, value %v:\n got %s\nwant %s (%v)", details, v, got, want, err)
+			}
+		}
+	}
+	if _, err := appendScore(nil, plugin.ScoreResult{Response: &sdk.ScoreResponse{Value: math.NaN()}}); err == nil {
+		t.Error("NaN value written without error")
 	}
 }

@@ -457,7 +457,9 @@ func appendLine(b []byte, it *item) ([]byte, error) {
 
 // appendScore writes the score object: the details plus "invalid" and
 // "value", keys in sorted order as json.Marshal writes a map (the details
-// are such a map's encoding, from a plugin or from here).
+// are such a map's encoding, from a plugin or from here). The details are
+// walked in place, without a decoded key or a slice of members: this runs
+// once per output line.
 func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 	details := r.DetailsJSON
 	if details == nil && len(r.Response.Details) > 0 {
@@ -466,9 +468,11 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 			return nil, err
 		}
 	}
-	value, err := json.Marshal(r.Response.Value)
-	if err != nil {
-		return nil, err
+	value, ok := plugin.AppendJSONFloat(nil, r.Response.Value)
+	if !ok {
+		if _, err := json.Marshal(r.Response.Value); err != nil {
+			return nil, err // json.Marshal's own words for NaN and Inf
+		}
 	}
 	invalid := "false"
 	if r.Response.Invalid {
@@ -478,50 +482,95 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 		key string
 		val []byte
 	}{{"invalid", []byte(invalid)}, {"value", value}}
-	var members []field
+	start := len(b)
+	b = append(b, '{')
+	next, first := 0, true
+	emit := func(key string, keyRaw, val []byte) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		if keyRaw != nil {
+			b = append(b, keyRaw...)
+		} else {
+			b = append(b, '"')
+			b = append(b, key...)
+			b = append(b, '"')
+		}
+		b = append(b, ':')
+		b = appendCompact(b, val)
+	}
 	if len(details) > 0 {
 		s := &scanner{b: details}
 		s.ws()
 		if s.i >= len(s.b) || s.b[s.i] != '{' {
 			return nil, errors.New("details are not a JSON object")
 		}
-		if members, err = s.members(); err != nil {
-			return nil, fmt.Errorf("details: %w", err)
+		s.i++
+		s.ws()
+		var prev []byte
+		for s.i < len(s.b) && s.b[s.i] != '}' {
+			kstart := s.i
+			if s.i >= len(s.b) || s.b[s.i] != '"' {
+				return nil, fmt.Errorf("details: %w", s.errorf("want a key at offset %d", s.i))
+			}
+			if err := s.str(); err != nil {
+				return nil, fmt.Errorf("details: %w", err)
+			}
+			keyRaw := s.b[kstart:s.i]
+			key := keyRaw[1 : len(keyRaw)-1]
+			if !plainKey(key) || (prev != nil && bytes.Compare(key, prev) <= 0) {
+				// Escapes, or not a map's encoding: decode it as a map.
+				return appendScoreSlow(b[:start], details, r)
+			}
+			prev = key
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] != ':' {
+				return nil, fmt.Errorf("details: %w", s.errorf("want ':' at offset %d", s.i))
+			}
+			s.i++
+			s.ws()
+			vstart := s.i
+			if err := s.value(1); err != nil {
+				return nil, fmt.Errorf("details: %w", err)
+			}
+			val := s.b[vstart:s.i]
+			for next < len(extra) && extra[next].key < string(key) {
+				emit(extra[next].key, nil, extra[next].val)
+				next++
+			}
+			if next < len(extra) && extra[next].key == string(key) {
+				emit(extra[next].key, nil, extra[next].val)
+				next++
+			} else {
+				emit("", keyRaw, val)
+			}
+			s.ws()
+			if s.i < len(s.b) && s.b[s.i] == ',' {
+				s.i++
+				s.ws()
+			}
 		}
-	}
-	start := len(b)
-	b = append(b, '{')
-	next, prev, first := 0, "", true
-	emit := func(key, val []byte) {
-		if !first {
-			b = append(b, ',')
+		if s.i >= len(s.b) {
+			return nil, fmt.Errorf("details: %w", s.errorf("unexpected end of input"))
 		}
-		first = false
-		b = append(b, key...)
-		b = append(b, ':')
-		b = appendCompact(b, val)
-	}
-	for _, m := range members {
-		if m.key < prev {
-			// Not a map's encoding: fall back to decoding it as one.
-			return appendScoreSlow(b[:start], details, r)
-		}
-		prev = m.key
-		for next < len(extra) && extra[next].key < m.key {
-			emit([]byte(`"`+extra[next].key+`"`), extra[next].val)
-			next++
-		}
-		if next < len(extra) && extra[next].key == m.key {
-			emit([]byte(`"`+extra[next].key+`"`), extra[next].val)
-			next++
-			continue
-		}
-		emit(m.keyOut, m.value)
 	}
 	for ; next < len(extra); next++ {
-		emit([]byte(`"`+extra[next].key+`"`), extra[next].val)
+		emit(extra[next].key, nil, extra[next].val)
 	}
 	return append(b, '}'), nil
+}
+
+// plainKey reports whether a raw key (quotes removed) is written by
+// json.Marshal exactly as it is: printable ASCII without escapes or the
+// characters it escapes for HTML.
+func plainKey(k []byte) bool {
+	for _, c := range k {
+		if c < 0x20 || c >= 0x7f || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendScoreSlow is appendScore for details that are not in a map's order.

@@ -44,7 +44,7 @@ func appendJSONValue(b []byte, v any) ([]byte, bool) {
 	case bool:
 		return strconv.AppendBool(b, v), true
 	case float64:
-		return appendJSONFloat(b, v)
+		return AppendJSONFloat(b, v)
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), true
 	case int64:
@@ -61,7 +61,7 @@ func appendJSONValue(b []byte, v any) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = appendJSONFloat(b, f); !ok {
+			if b, ok = AppendJSONFloat(b, f); !ok {
 				return b, false
 			}
 		}
@@ -90,10 +90,12 @@ func appendJSONValue(b []byte, v any) ([]byte, bool) {
 	return b, false
 }
 
-// appendJSONFloat is encoding/json's float64 encoding: the shortest
+// AppendJSONFloat appends json.Marshal(f)'s bytes: the shortest
 // representation, in exponent form below 1e-6 or from 1e21, with a
-// two-digit negative exponent shortened ("1e-07" becomes "1e-7").
-func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
+// two-digit negative exponent shortened ("1e-07" becomes "1e-7"). ok is
+// false for NaN and ±Inf, which JSON cannot hold. It is here for hosts that
+// write scores as JSON at the rate plugins produce them.
+func AppendJSONFloat(b []byte, f float64) ([]byte, bool) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return b, false
 	}

@@ -44,7 +44,7 @@ func TestAppendJSONFloatRandom(t *testing.T) {
 		x ^= x << 17
 		f := math.Float64frombits(x)
 		want, err := json.Marshal(f)
-		got, ok := appendJSONFloat(nil, f)
+		got, ok := AppendJSONFloat(nil, f)
 		if (err == nil) != ok || (ok && string(got) != string(want)) {
 			t.Fatalf("%v: got %s (%v), want %s (%v)", f, got, ok, want, err)
 		}

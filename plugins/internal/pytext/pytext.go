@@ -157,28 +157,35 @@ func caseIgnorable(r rune) bool {
 // is none. It lets a caller walk the fields of a buffer without building
 // a []string.
 func NextField(s []byte, i int) (start, end int) {
+	// The ASCII test is inline: this runs once per byte of every segment.
 	for i < len(s) {
-		sp, size := spaceAtBytes(s, i)
-		if !sp {
+		if c := s[i]; c < utf8.RuneSelf {
+			if !asciiSpace[c] {
+				break
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if !IsSpace(r) {
 			break
 		}
 		i += size
 	}
 	start = i
 	for i < len(s) {
-		sp, size := spaceAtBytes(s, i)
-		if sp {
+		if c := s[i]; c < utf8.RuneSelf {
+			if asciiSpace[c] {
+				break
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if IsSpace(r) {
 			break
 		}
 		i += size
 	}
 	return start, i
-}
-
-func spaceAtBytes(s []byte, i int) (bool, int) {
-	if c := s[i]; c < utf8.RuneSelf {
-		return asciiSpace[c], 1
-	}
-	r, size := utf8.DecodeRune(s[i:])
-	return IsSpace(r), size
 }
