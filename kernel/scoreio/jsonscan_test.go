@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -104,5 +106,34 @@ func TestAppendScoreAgreesWithMap(t *testing.T) {
 	}
 	if _, err := appendScore(nil, plugin.ScoreResult{Response: &sdk.ScoreResponse{Value: math.NaN()}}); err == nil {
 		t.Error("NaN value written without error")
+	}
+}
+
+// decodeString must decode every valid JSON string as encoding/json does,
+// escapes, surrogates and invalid UTF-8 included.
+func TestDecodeStringAgreesWithEncodingJSON(t *testing.T) {
+	pieces := []string{`a`, `é`, `中`, `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`, `\u00e9`, `\u0000`,
+		`\ud83d\ude00`, `\uD83D`, `\ude00`, `\ud83d\u0041`, `\ud83d\ud83d\ude00`, "\xff", "\xe4\xb8", `\u2028`, ` `}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 20000 {
+		var b strings.Builder
+		b.WriteByte('"')
+		for range rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		b.WriteByte('"')
+		raw := []byte(b.String())
+		var want string
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		got, err := decodeString(raw)
+		if err != nil || got != want {
+			t.Fatalf("%s: got %q (%v), want %q", raw, got, err, want)
+		}
+		list, ok := stringList([]byte("[" + string(raw) + "," + string(raw) + "]"))
+		if !ok || len(list) != 2 || list[0] != want || list[1] != want {
+			t.Fatalf("[%s,…]: got %q, %v", raw, list, ok)
+		}
 	}
 }

@@ -43,11 +43,18 @@ func (v *Table) Len() int { return v.n }
 // grown by one huge input is worth keeping.
 func (v *Table) Bytes() int { return cap(v.arena) + 20*cap(v.slots) }
 
-// hashToken is FNV-1a: tokens are short, and a byte loop beats a call.
+// HashStart and HashByte are the token hash (FNV-1a: tokens are short, and
+// a byte loop beats a call), step by step, for a caller that builds a token
+// byte by byte and can hash it on the way (LookupHashed).
+const HashStart uint32 = 2166136261
+
+// HashByte adds byte c to hash h.
+func HashByte(h uint32, c byte) uint32 { return (h ^ uint32(c)) * 16777619 }
+
 func hashToken(tok []byte) uint32 {
-	h := uint32(2166136261)
+	h := HashStart
 	for _, c := range tok {
-		h = (h ^ uint32(c)) * 16777619
+		h = HashByte(h, c)
 	}
 	return h
 }
@@ -57,13 +64,18 @@ func (v *Table) slot(h uint32) uint32 { return (h * 0x9e3779b1) >> (32 - v.bits)
 // Lookup returns the id of tok. With intern, a new token gets the next id;
 // without, a token not interned since the last reset gets ok false.
 func (v *Table) Lookup(tok []byte, intern bool) (id uint32, ok bool) {
+	return v.LookupHashed(tok, hashToken(tok), intern)
+}
+
+// LookupHashed is Lookup for a token whose hash h the caller computed with
+// HashStart and HashByte.
+func (v *Table) LookupHashed(tok []byte, h uint32, intern bool) (id uint32, ok bool) {
 	if intern && 2*(v.n+1) > len(v.slots) {
 		v.grow()
 	}
 	if len(v.slots) == 0 {
 		return 0, false
 	}
-	h := hashToken(tok)
 	mask := uint32(len(v.slots) - 1)
 	for i := v.slot(h); ; i = (i + 1) & mask {
 		s := &v.slots[i]

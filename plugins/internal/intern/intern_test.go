@@ -23,7 +23,17 @@ func TestTableMatchesMap(t *testing.T) {
 				want = uint32(len(ref))
 				ref[tok] = want
 			}
-			if got, ok := v.Lookup([]byte(tok), true); !ok || got != want {
+			lookup := v.Lookup
+			if rng.IntN(2) == 0 { // the same table through its hashed entry
+				lookup = func(tok []byte, add bool) (uint32, bool) {
+					h := HashStart
+					for _, c := range tok {
+						h = HashByte(h, c)
+					}
+					return v.LookupHashed(tok, h, add)
+				}
+			}
+			if got, ok := lookup([]byte(tok), true); !ok || got != want {
 				t.Fatalf("round %d: intern(%q) = %d, want %d", round, tok, got, want)
 			}
 		}

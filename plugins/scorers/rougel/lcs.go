@@ -41,9 +41,9 @@ func weightedF(p, r, alpha float64) float64 {
 
 // lcsBuf is reusable scratch memory for lcsLen.
 type lcsBuf struct {
-	head []int32  // per symbol: last position in the shorter sequence, -1 if none
-	next []int32  // per position: previous position with the same symbol
-	v, m []uint64 // bit rows over the shorter sequence
+	row   []int32  // per symbol: its row in masks, -1 if it is not in the shorter sequence
+	masks []uint64 // per distinct symbol of the shorter sequence: the bits of its positions
+	v     []uint64 // the bit row over the shorter sequence
 }
 
 // lcsLen returns the length of the longest common subsequence of a and b
@@ -51,8 +51,9 @@ type lcsBuf struct {
 // program (Hyyrö 2004): one row of the table over the shorter sequence is
 // kept as a bit vector V whose zero bits count the LCS so far, and each
 // symbol of the longer sequence updates it as V = (V + (V & M)) | (V &^ M),
-// M being the positions where the symbol occurs. Time O(n·m/64), memory
-// O(min(n, m)) words plus a symbol index. buf may be nil.
+// M being the positions where the symbol occurs (precomputed once per
+// distinct symbol). Time O(n·m/64), memory O(min(n, m)) words per distinct
+// symbol plus a symbol index. buf may be nil.
 func lcsLen(a, b []int32, buf *lcsBuf) int {
 	if len(a) > len(b) {
 		a, b = b, a
@@ -67,40 +68,44 @@ func lcsLen(a, b []int32, buf *lcsBuf) int {
 	for _, x := range a {
 		maxSym = max(maxSym, x)
 	}
-	buf.head = resize(buf.head, int(maxSym)+1)
-	for i := range buf.head {
-		buf.head[i] = -1
-	}
-	buf.next = resize(buf.next, len(a))
-	for i, x := range a {
-		buf.next[i] = buf.head[x]
-		buf.head[x] = int32(i)
+	buf.row = resize(buf.row, int(maxSym)+1)
+	for i := range buf.row {
+		buf.row[i] = -1
 	}
 	words := (len(a) + 63) / 64
-	if cap(buf.v) < words {
-		buf.v, buf.m = make([]uint64, words), make([]uint64, words)
+	masks := buf.masks[:0]
+	rows := int32(0)
+	for i, x := range a {
+		r := buf.row[x]
+		if r < 0 {
+			r, buf.row[x] = rows, rows
+			rows++
+			for range words {
+				masks = append(masks, 0)
+			}
+		}
+		masks[int(r)*words+i>>6] |= 1 << (i & 63)
 	}
-	v, m := buf.v[:words], buf.m[:words]
+	buf.masks = masks
+	if cap(buf.v) < words {
+		buf.v = make([]uint64, words)
+	}
+	v := buf.v[:words]
 	for k := range v {
 		v[k] = ^uint64(0)
-		m[k] = 0
 	}
 	for _, y := range b {
-		if y > maxSym || buf.head[y] < 0 {
+		if y > maxSym || buf.row[y] < 0 {
 			continue // no match anywhere: V is unchanged
 		}
-		for p := buf.head[y]; p >= 0; p = buf.next[p] {
-			m[p>>6] |= 1 << (p & 63)
-		}
+		m := masks[int(buf.row[y])*words:]
+		m = m[:words]
 		var carry uint64
-		for k := range v {
-			u := v[k] & m[k]
+		for k, vk := range v {
+			u := vk & m[k]
 			var sum uint64
-			sum, carry = bits.Add64(v[k], u, carry)
-			v[k] = sum | (v[k] &^ m[k])
-		}
-		for p := buf.head[y]; p >= 0; p = buf.next[p] {
-			m[p>>6] = 0
+			sum, carry = bits.Add64(vk, u, carry)
+			v[k] = sum | (vk &^ m[k])
 		}
 	}
 	zeros := 0

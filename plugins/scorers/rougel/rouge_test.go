@@ -212,9 +212,10 @@ func TestLCSLenMatchesTable(t *testing.T) {
 			seqs = append(seqs, s)
 		}
 	}
+	var buf lcsBuf // reused, as the pooled scratch reuses it
 	for _, a := range seqs {
 		for _, b := range seqs {
-			l := lcsLen(a, b, nil)
+			l := lcsLen(a, b, &buf)
 			tab := lcsTable(a, b)
 			if want := int(tab[len(tab)-1]); l != want {
 				t.Errorf("lcsLen(%v, %v) = %d, table says %d", a, b, l, want)

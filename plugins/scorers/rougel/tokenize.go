@@ -109,23 +109,20 @@ func (t defaultTokenizer) tokenize(dst []string, text string) []string {
 // (TestDefaultTokenizerIDs).
 func (defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, word *[]byte) []int32 {
 	w := (*word)[:0]
-	in := false
+	h := intern.HashStart
 	emit := func() {
-		if in {
-			id, _ := tab.Lookup(w, true)
+		if len(w) > 0 {
+			id, _ := tab.LookupHashed(w, h, true)
 			dst = append(dst, int32(id))
-			w, in = w[:0], false
+			w, h = w[:0], intern.HashStart
 		}
 	}
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < utf8.RuneSelf {
-			switch {
-			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-				w, in = append(w, c), true
-			case 'A' <= c && c <= 'Z':
-				w, in = append(w, c+('a'-'A')), true
-			default:
+			if l := asciiToken[c]; l != 0 {
+				w, h = append(w, l), intern.HashByte(h, l)
+			} else {
 				emit()
 			}
 			i++
@@ -134,9 +131,9 @@ func (defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, w
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch r { // as in tokenize: the two letters str.lower maps into [a-z]
 		case '\u212a':
-			w, in = append(w, 'k'), true
+			w, h = append(w, 'k'), intern.HashByte(h, 'k')
 		case '\u0130':
-			w, in = append(w, 'i'), true
+			w, h = append(w, 'i'), intern.HashByte(h, 'i')
 			emit() // its combining dot separates
 		default:
 			emit()
@@ -147,6 +144,18 @@ func (defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, w
 	*word = w
 	return dst
 }
+
+// asciiToken maps the ASCII bytes of tokens to their lowercase ([a-z0-9])
+// and every other ASCII byte to 0 (a separator).
+var asciiToken = func() (t [utf8.RuneSelf]byte) {
+	for c := byte('a'); c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = c, c
+	}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c
+	}
+	return t
+}()
 
 // charTokenizer is for Chinese and Japanese text, which the default
 // tokenizer drops entirely: each Han, Hiragana, Katakana or Hangul character
