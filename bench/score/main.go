@@ -52,7 +52,7 @@ type row struct {
 	path     string
 	measured string
 	target   string
-	gap      string // "meets", or how far from the target
+	gap      string // "pass", or "FAIL" and how far from the target
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rows = append(rows, row{path: "NIAH 120K-128K, 64 in flight, peak RSS", measured: "not measured here", target: "<= 300 MB", gap: "-"})
 
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "path\tmeasured (median of %d)\ttarget\tgap\n", s.runs)
+	fmt.Fprintf(tw, "path\tmeasured (median of %d)\ttarget\tresult\n", s.runs)
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.path, r.measured, r.target, r.gap)
 	}
@@ -204,13 +204,13 @@ func wasmRow(ctx context.Context) (row, error) {
 		target: "<= 50 µs", gap: gap(ns/1000, 50)}, nil
 }
 
-// gap says how far have is from want, where smaller is better for have/want
-// as given: "meets" or "N.N× over".
+// gap says whether have meets want, where smaller is better for have/want
+// as given: "pass", or "FAIL" and how far off.
 func gap(have, want float64) string {
 	if have <= want {
-		return "meets"
+		return "pass"
 	}
-	return fmt.Sprintf("%.1f× off", have/want)
+	return fmt.Sprintf("FAIL, %.2f× off", have/want)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }

@@ -7,10 +7,10 @@ func TestFormatting(t *testing.T) {
 		have, want float64
 		gap        string
 	}{
-		{0.1, 0.14, "meets"},
-		{0.14, 0.14, "meets"},
-		{0.28, 0.14, "2.0× off"},
-		{66000, 12000, "5.5× off"}, // a rate: the target goes first
+		{0.1, 0.14, "pass"},
+		{0.14, 0.14, "pass"},
+		{0.28, 0.14, "FAIL, 2.00× off"},
+		{66000, 12000, "FAIL, 5.50× off"}, // a rate: the target goes first
 	} {
 		if got := gap(tc.have, tc.want); got != tc.gap {
 			t.Errorf("gap(%v, %v) = %q, want %q", tc.have, tc.want, got, tc.gap)
