@@ -6,6 +6,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 )
 
 // ProtocolVersion is the version of the hayloft plugin protocol this SDK
@@ -78,7 +79,8 @@ func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{grpc.WithDefaultCallOptions(
 		grpc.MaxCallRecvMsgSize(MaxMessageSize),
 		grpc.MaxCallSendMsgSize(MaxMessageSize),
-	)}
+		grpc.ForceCodecV2(codec{}),
+	), experimental.WithBufferPool(bufferPool)}
 }
 
 // grpcPlugin adapts Server to go-plugin. The interface knows nothing of RPC;

@@ -13,6 +13,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -68,6 +69,8 @@ func ServerOptions(logger hclog.Logger) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
+		experimental.BufferPool(bufferPool),
+		grpc.ForceServerCodecV2(codec{}),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 			defer recoverPanic(logger, info.FullMethod, &err)
 			return h(ctx, req)
