@@ -106,34 +106,45 @@ func (r *Resampler) Fill(idx []int32) {
 		}
 		return
 	}
-	// math/rand/v2's PCG (128-bit LCG, DXSM output) and uint64n (Lemire's
-	// multiply, rejecting the few products that would bias the result, or
-	// a mask for a power of two).
-	const (
-		mulHi    = 2549297995355413924
-		mulLo    = 4865540595714422341
-		incHi    = 6364136223846793005
-		incLo    = 1442695040888963407
-		cheapMul = 0xda942042e4dd58b5
-	)
-	hi, lo, n := r.hi, r.lo, r.n
+	x, n := u128{r.hi, r.lo}, r.n
+	i := 0
+	if n&(n-1) != 0 && len(idx) >= 8 {
+		// Four draws at a time from four interleaved LCG chains (state k+4
+		// is A·state k + C), so the multiplies of one draw do not wait for
+		// the previous draw's. A product that might be rejected (lo < n,
+		// once in some 2^64/n draws) ends the interleaving: the rest is
+		// drawn one by one from the state before its group, exactly as
+		// math/rand/v2 would.
+		a, c := pcgJump4()
+		s0 := x.step()
+		s1 := s0.step()
+		s2 := s1.step()
+		s3 := s2.step()
+		for ; len(idx)-i >= 4; i += 4 {
+			h0, l0 := bits.Mul64(s0.out(), n)
+			h1, l1 := bits.Mul64(s1.out(), n)
+			h2, l2 := bits.Mul64(s2.out(), n)
+			h3, l3 := bits.Mul64(s3.out(), n)
+			if l0 < n || l1 < n || l2 < n || l3 < n {
+				break
+			}
+			idx[i], idx[i+1], idx[i+2], idx[i+3] = int32(h0), int32(h1), int32(h2), int32(h3)
+			x = s3
+			s0, s1, s2, s3 = s0.jump(a, c), s1.jump(a, c), s2.jump(a, c), s3.jump(a, c)
+		}
+	}
+	// One by one: math/rand/v2's uint64n (Lemire's multiply, rejecting the
+	// few products that would bias the result, or a mask for a power of two).
 	next := func() uint64 {
-		h, l := bits.Mul64(lo, mulLo)
-		h += hi*mulLo + lo*mulHi
-		l, c := bits.Add64(l, incLo, 0)
-		h, _ = bits.Add64(h, incHi, c)
-		hi, lo = h, l
-		h ^= h >> 32
-		h *= cheapMul
-		h ^= h >> 48
-		return h * (l | 1)
+		x = x.step()
+		return x.out()
 	}
 	if n&(n-1) == 0 {
-		for i := range idx {
+		for ; i < len(idx); i++ {
 			idx[i] = int32(next() & (n - 1))
 		}
 	} else {
-		for i := range idx {
+		for ; i < len(idx); i++ {
 			h, l := bits.Mul64(next(), n)
 			if l < n {
 				thresh := -n % n
@@ -144,7 +155,53 @@ func (r *Resampler) Fill(idx []int32) {
 			idx[i] = int32(h)
 		}
 	}
-	r.hi, r.lo = hi, lo
+	r.hi, r.lo = x.hi, x.lo
+}
+
+// u128 is a PCG state: math/rand/v2's PCG is a 128-bit LCG with DXSM
+// output, reproduced here with its constants.
+type u128 struct{ hi, lo uint64 }
+
+var (
+	pcgMul = u128{2549297995355413924, 4865540595714422341}
+	pcgInc = u128{6364136223846793005, 1442695040888963407}
+)
+
+func (a u128) mul(b u128) u128 {
+	h, l := bits.Mul64(a.lo, b.lo)
+	return u128{h + a.hi*b.lo + a.lo*b.hi, l}
+}
+
+func (a u128) add(b u128) u128 {
+	l, c := bits.Add64(a.lo, b.lo, 0)
+	h, _ := bits.Add64(a.hi, b.hi, c)
+	return u128{h, l}
+}
+
+// step is the LCG: state·mul + inc.
+func (a u128) step() u128 { return a.mul(pcgMul).add(pcgInc) }
+
+// jump is state·m + c: several steps at once, for m and c from pcgJump4.
+func (a u128) jump(m, c u128) u128 { return a.mul(m).add(c) }
+
+// out is the DXSM output of a state.
+func (a u128) out() uint64 {
+	const cheapMul = 0xda942042e4dd58b5
+	h := a.hi
+	h ^= h >> 32
+	h *= cheapMul
+	h ^= h >> 48
+	return h * (a.lo | 1)
+}
+
+// pcgJump4 returns the multiplier and increment of four LCG steps:
+// mul^4 and inc·(mul^3 + mul^2 + mul + 1).
+func pcgJump4() (m, c u128) {
+	m, c = u128{0, 1}, u128{}
+	for range 4 {
+		m, c = m.mul(pcgMul), c.mul(pcgMul).add(pcgInc)
+	}
+	return m, c
 }
 
 // Percentile returns the p-th percentile (0..100) of sorted values with
