@@ -52,35 +52,9 @@ func appendJSONValue(b []byte, v any) ([]byte, bool) {
 	case string:
 		return appendJSONString(b, v)
 	case []float64:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, f := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = AppendJSONFloat(b, f); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		return appendJSONArray(b, v, AppendJSONFloat)
 	case []any:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendJSONValue(b, e); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		return appendJSONArray(b, v, appendJSONValue)
 	case map[string]any:
 		if v == nil {
 			return append(b, "null"...), true
@@ -88,6 +62,25 @@ func appendJSONValue(b []byte, v any) ([]byte, bool) {
 		return appendJSONMap(b, v)
 	}
 	return b, false
+}
+
+// appendJSONArray is a slice as json.Marshal writes it (nil is null), each
+// element by elem.
+func appendJSONArray[T any](b []byte, v []T, elem func([]byte, T) ([]byte, bool)) ([]byte, bool) {
+	if v == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i, e := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = elem(b, e); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 // AppendJSONFloat appends json.Marshal(f)'s bytes: the shortest
