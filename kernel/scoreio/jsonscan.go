@@ -2,6 +2,7 @@ package scoreio
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -259,10 +260,18 @@ func (s *scanner) str() error {
 	start := s.i
 	s.i++
 	for s.i < len(s.b) {
-		// Most of a line is the inside of strings: skip the plain bytes in
-		// a tight loop.
-		for s.i < len(s.b) && !strStop[s.b[s.i]] {
-			s.i++
+		// Most of a line is the inside of strings: skip the plain bytes
+		// eight at a time, then one by one up to the byte that stops.
+		for {
+			s.i = skipPlain(s.b, s.i)
+			end := min(s.i+8, len(s.b))
+			for s.i < end && !strStop[s.b[s.i]] {
+				s.i++
+			}
+			if s.i < end || end == len(s.b) {
+				break // at a stop byte, or at the end
+			}
+			// The word's flag was a false alarm: go on a word at a time.
 		}
 		if s.i >= len(s.b) {
 			break
@@ -299,6 +308,27 @@ func (s *scanner) str() error {
 		}
 	}
 	return s.errorf("unterminated string at offset %d", start)
+}
+
+// skipPlain returns the index of the first 8-byte word at or after b[i]
+// that may hold a byte strStop marks ('"', '\\' or one below 0x20), a word
+// at a time (SWAR): for each byte x, x^'"' and x^'\\' are zero and x-0x20
+// borrows exactly for those bytes; the usual has-zero-byte test flags them
+// (and may flag more, which only ends the skip early).
+func skipPlain(b []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q := w ^ ('"' * ones)
+		bs := w ^ ('\\' * ones)
+		if ((q-ones)&^q|(bs-ones)&^bs|(w-0x20*ones)&^w)&highs != 0 {
+			return i
+		}
+	}
+	return i
 }
 
 // strStop marks the bytes a string scan must look at: the closing quote,

@@ -42,7 +42,7 @@ func FuzzParseObject(f *testing.F) {
 func checkScan(t *testing.T, in []byte) {
 	fields, err := parseObject(in)
 	var obj map[string]json.RawMessage
-	valid := json.Valid(in) && json.Unmarshal(in, &obj) == nil
+	valid := json.Valid(in) && json.Unmarshal(in, &obj) == nil && obj != nil // "null" decodes into a map, but is no object
 	if valid != (err == nil) {
 		// Duplicate keys are the one thing encoding/json allows and we do not.
 		if !(valid && err != nil && bytes.Contains([]byte(err.Error()), []byte("duplicate field"))) {
@@ -135,5 +135,26 @@ func TestDecodeStringAgreesWithEncodingJSON(t *testing.T) {
 		if !ok || len(list) != 2 || list[0] != want || list[1] != want {
 			t.Fatalf("[%s,…]: got %q, %v", raw, list, ok)
 		}
+	}
+}
+
+// Long strings with the bytes a string scan stops at (quotes, escapes,
+// control characters) at every offset within a word: the word-at-a-time
+// skip must stop where the byte loop would.
+func TestScannerLongStrings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	special := []string{`\"`, `\\`, `\u00e9`, "\x01", `"`, `\`, "é", "\x7f", "\xff", "!"}
+	for range 3000 {
+		var b strings.Builder
+		b.WriteString(`{"a":"`)
+		for range rng.IntN(60) {
+			if rng.IntN(6) == 0 {
+				b.WriteString(special[rng.IntN(len(special))])
+			} else {
+				b.WriteString(strings.Repeat("x", rng.IntN(20)))
+			}
+		}
+		b.WriteString(`","b":[1]}`)
+		checkScan(t, []byte(b.String()))
 	}
 }
