@@ -21,6 +21,7 @@ func TestBootstrapSumsMatchesBootstrap(t *testing.T) {
 		{"order1", 500, 4, 3},
 		{"order6", 300, 14, 0},
 		{"one_row", 1, 10, 0},
+		{"long_segments", 700, 10, 5}, // values near 2^16: a flush every draw or two
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := make([][]float64, tc.n)
@@ -28,6 +29,9 @@ func TestBootstrapSumsMatchesBootstrap(t *testing.T) {
 				rows[i] = make([]float64, tc.width)
 				for j := range rows[i] {
 					rows[i][j] = float64(rng.IntN(80))
+					if tc.name == "long_segments" {
+						rows[i][j] = float64(1<<16 - 1 - rng.IntN(30000))
+					}
 				}
 			}
 			// A statistic that is sensitive to every column.
@@ -64,7 +68,7 @@ func TestBootstrapSumsRefuses(t *testing.T) {
 	for name, rows := range map[string][][]float64{
 		"fraction": {{1, 2.5}, {3, 4}},
 		"negative": {{1, -2}, {3, 4}},
-		"huge":     {{1, 1 << 31}, {3, 4}},
+		"huge":     {{1, 1 << 16}, {3, 4}},
 	} {
 		if _, _, ok := bootstrapSums(rows, 10, 0, func([]float64) float64 { return 0 }); ok {
 			t.Errorf("%s: packed path accepted %v", name, rows)
