@@ -78,7 +78,36 @@ func Interval(vals []float64) (lo, hi float64) {
 type Resampler struct {
 	hi, lo uint64 // the PCG state, as rand.PCG keeps it
 	n      uint64
+	steps  uint64     // generator steps taken by Fill
 	compat *rand.Rand // 32-bit platforms: math/rand/v2 draws differently there
+}
+
+// Steps is the number of generator steps the draws so far took: one per
+// draw, plus one per rejected product (about one in 2^64/n draws).
+func (r *Resampler) Steps() uint64 { return r.steps }
+
+// Advance moves the generator k steps ahead, where k draws that reject
+// nothing would leave it, so that resamples can be drawn in parallel: a
+// share that starts at resample r0 is Advance(r0*n), and its draws are
+// exactly Bootstrap's if the shares before it took one step per draw
+// (Steps). It returns false, and does nothing, on 32-bit platforms, whose
+// draws come from math/rand/v2 itself.
+func (r *Resampler) Advance(k uint64) bool {
+	if r.compat != nil {
+		return false
+	}
+	// state·mul^k + inc·(mul^(k-1) + … + 1), by squaring.
+	m, c := u128{0, 1}, u128{} // the steps taken so far: state -> m·state + c
+	pm, pc := pcgMul, pcgInc   // 2^i steps
+	for ; k > 0; k >>= 1 {
+		if k&1 != 0 {
+			m, c = m.mul(pm), c.mul(pm).add(pc)
+		}
+		pm, pc = pm.mul(pm), pc.mul(pm).add(pc)
+	}
+	x := u128{r.hi, r.lo}.jump(m, c)
+	r.hi, r.lo = x.hi, x.lo
+	return true
 }
 
 // bootstrapStream is the second PCG word: a fixed odd constant so that seed
@@ -130,6 +159,7 @@ func (r *Resampler) Fill(idx []int32) {
 			}
 			idx[i], idx[i+1], idx[i+2], idx[i+3] = int32(h0), int32(h1), int32(h2), int32(h3)
 			x = s3
+			r.steps += 4
 			s0, s1, s2, s3 = s0.jump(a, c), s1.jump(a, c), s2.jump(a, c), s3.jump(a, c)
 		}
 	}
@@ -137,6 +167,7 @@ func (r *Resampler) Fill(idx []int32) {
 	// few products that would bias the result, or a mask for a power of two).
 	next := func() uint64 {
 		x = x.step()
+		r.steps++
 		return x.out()
 	}
 	if n&(n-1) == 0 {

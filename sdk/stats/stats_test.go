@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -165,6 +166,31 @@ func BenchmarkResamplerFill(b *testing.B) {
 		r := NewResampler(len(idx), 0)
 		for range DefaultResamples {
 			r.Fill(idx)
+		}
+	}
+}
+
+// Advance(k) lands where k draws would, so shares of a bootstrap drawn in
+// parallel see exactly the serial draws.
+func TestResamplerAdvance(t *testing.T) {
+	for _, n := range []int{3, 1000, 1 << 10} {
+		for _, k := range []int{0, 1, 4, 5, 999, 10000} {
+			serial := NewResampler(n, 42)
+			skip := make([]int32, k)
+			serial.Fill(skip)
+			if serial.Steps() != uint64(k) {
+				t.Fatalf("n=%d: %d draws took %d steps", n, k, serial.Steps())
+			}
+			jumped := NewResampler(n, 42)
+			if !jumped.Advance(uint64(k)) {
+				t.Skip("no Advance on this platform")
+			}
+			a, b := make([]int32, 333), make([]int32, 333)
+			serial.Fill(a)
+			jumped.Fill(b)
+			if !slices.Equal(a, b) {
+				t.Fatalf("n=%d k=%d: draws after Advance differ", n, k)
+			}
 		}
 	}
 }

@@ -2,6 +2,8 @@ package bleu
 
 import (
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/hayloft/hayloft/sdk/stats"
 )
@@ -43,17 +45,66 @@ func bootstrapSums(rows [][]float64, resamples int, seed uint64, stat func(sum [
 	if resamples <= 0 {
 		resamples = stats.DefaultResamples
 	}
-	draw := stats.NewResampler(n, seed)
+	l := lanes{packed: packed, n: n, width: width, words: words, flush: flush}
 	vals := make([]float64, resamples)
-	sum := make([]float64, width)
-	total := make([]uint64, width)
+	// The resamples are shared among the processors, each share starting
+	// where the draws before it leave the generator (Advance). That holds
+	// unless a share rejected a product and so took an extra step (about
+	// once in 2^64/n draws); the shares after it are then drawn again, in
+	// order, from where it ended.
+	shares := min(runtime.GOMAXPROCS(0), max(1, resamples/64))
+	draws := make([]*stats.Resampler, shares)
+	var wg sync.WaitGroup
+	for p := range shares {
+		r0, r1 := p*resamples/shares, (p+1)*resamples/shares
+		draws[p] = stats.NewResampler(n, seed)
+		if p > 0 && !draws[p].Advance(uint64(r0)*uint64(n)) {
+			draws[p] = nil // no Advance here: drawn in order below
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.resample(draws[p], vals[r0:r1], stat)
+		}()
+	}
+	wg.Wait()
+	for p := 1; p < shares; p++ {
+		prev := draws[p-1]
+		r0, r1 := p*resamples/shares, (p+1)*resamples/shares
+		if draws[p] != nil && prev.Steps() == uint64(r0-(p-1)*resamples/shares)*uint64(n) {
+			continue
+		}
+		// This share's start was wrong: draw it, and the rest, in order.
+		for ; p < shares; p++ {
+			r0, r1 = p*resamples/shares, (p+1)*resamples/shares
+			l.resample(prev, vals[r0:r1], stat)
+		}
+	}
+	lo, hi = stats.Interval(vals)
+	return lo, hi, true
+}
+
+// lanes is the packed statistics of bootstrapSums.
+type lanes struct {
+	packed          []uint64
+	n, width, words int
+	flush           int // draws a lane can sum without overflow
+}
+
+// resample sets vals to the statistic of the next len(vals) resamples of
+// draw.
+func (l lanes) resample(draw *stats.Resampler, vals []float64, stat func(sum []float64) float64) {
+	packed, words := l.packed, l.words
+	sum := make([]float64, l.width)
+	total := make([]uint64, l.width)
 	acc := make([]uint64, words)
-	idx := make([]int32, n)
+	idx := make([]int32, l.n)
 	for r := range vals {
 		draw.Fill(idx)
 		clear(total)
-		for start := 0; start < n; start += flush {
-			part := idx[start:min(start+flush, n)]
+		for start := 0; start < l.n; start += l.flush {
+			part := idx[start:min(start+l.flush, l.n)]
 			if words == 3 { // max order 4, the default: unrolled
 				var a0, a1, a2 uint64
 				for _, k := range part {
@@ -82,6 +133,4 @@ func bootstrapSums(rows [][]float64, resamples int, seed uint64, stat func(sum [
 		}
 		vals[r] = stat(sum)
 	}
-	lo, hi = stats.Interval(vals)
-	return lo, hi, true
 }
