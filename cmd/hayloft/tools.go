@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -186,6 +187,7 @@ func (e *cliEnv) cmdScore(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	scoreGC()
 	log := hclog.New(&hclog.LoggerOptions{Name: "hayloft", Level: hclog.Warn, Output: e.stderr})
 	host, err := newHost(os.Getenv("HAYLOFT_PLUGIN_DIR"), log, *inProcess, false)
 	if err != nil {
@@ -200,6 +202,22 @@ func (e *cliEnv) cmdScore(ctx context.Context, args []string) error {
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
 	return scoreio.Score(ctx, v.(sdk.Scorer), e.stdin, out, scoreio.Options{Aggregate: *aggregate, OnError: *onError})
+}
+
+// scoreGC lets the garbage collector of `hayloft score` and of the plugin
+// it starts run a quarter as often (GOGC=400; the plugin inherits the
+// environment): both allocate per line and keep little, so collection was
+// about a tenth of their CPU. A soft limit of 1 GiB keeps a large aggregate
+// run (which holds every line's score) from growing to four times its live
+// heap. Settings the user gave (GOGC, GOMEMLIMIT) are left alone.
+func scoreGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+		os.Setenv("GOGC", "400")
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(1 << 30)
+	}
 }
 
 func (e *cliEnv) cmdTokens(_ context.Context, args []string) error {
