@@ -3,7 +3,6 @@ entries with levels under the plugin's name in hayloft's output."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import traceback
@@ -39,6 +38,8 @@ class HclogHandler(logging.Handler):
         self.module = module
 
     def emit(self, record: logging.LogRecord) -> None:
+        import json  # here, not at the top: start-up does not need it
+
         try:
             entry = {
                 "@level": _level_name(record.levelno),

@@ -48,14 +48,17 @@ def _module_files(module: str, path: List[str]) -> List[Tuple[str, str]]:
 
 
 def _pyc(source: bytes, arc: str) -> bytes:
-    """The module compiled by this interpreter, as a checked hash-based pyc
-    (PEP 552): zipimport cannot cache bytecode, so without it every start
-    compiles every module again (about 45 ms for the SDK). Checked against
-    the source beside it, and ignored by another Python version (the magic
-    differs), which compiles the source as before. No timestamp, so packing
+    """The module compiled by this interpreter, as a hash-based pyc (PEP
+    552): zipimport cannot cache bytecode, so without it every start
+    compiles every module again (about 45 ms for the SDK). Unchecked: the
+    source is not read and hashed again at each start (zipimport would
+    inflate and hash every module's source for it); both come from this
+    pack and the plugin's sha256 pin covers both, so they cannot disagree
+    in a pinned .pyz. Another Python version ignores the pyc (its magic
+    differs) and compiles the source as before. No timestamp, so packing
     stays reproducible."""
     code = compile(source, arc, "exec", dont_inherit=True)
-    flags = (0b11).to_bytes(4, "little")  # hash-based, check the source
+    flags = (0b01).to_bytes(4, "little")  # hash-based, unchecked
     return importlib.util.MAGIC_NUMBER + flags + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
@@ -75,11 +78,13 @@ def pack(target: str, output: str, python: str = DEFAULT_PYTHON, path: Optional[
             raise SystemExit(f"pack: {arc} would come from both {names[arc]} and {full}")
         names[arc] = full
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+    # Stored, not deflated: zipimport reads each module twice (its spec,
+    # then its code) and inflating costs more start-up than the bytes save.
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
         def add(arc: str, data: bytes) -> None:
             info = zipfile.ZipInfo(arc, date_time=_EPOCH)
             info.external_attr = (stat.S_IFREG | 0o644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED
             z.writestr(info, data)
 
         add("__main__.py", main.encode())

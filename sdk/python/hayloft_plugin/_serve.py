@@ -10,14 +10,11 @@ services themselves with the multiplexed Calls stream and SampleBatches.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +45,8 @@ This is a hayloft plugin ({protocol}); hayloft starts it itself.
 def main(plugin: Plugin, argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["describe"]:
+        import json
+
         _stdio.route_to_stderr()
         _stdio.write_stdout((json.dumps(plugin.describe()) + "\n").encode())
         _exit(0)
@@ -103,6 +102,9 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
     log = _log.setup(plugin.name)
     watch_parent(log)
 
+    from . import _lazy
+
+    _lazy.defer_grpc_asyncio()
     import grpc
 
     from ._proto import plugin_pb2_grpc as rpc
@@ -119,7 +121,7 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
     register(server, state)
     server.add_generic_rpc_handlers(_goplugin_handlers(server, done, st))
 
-    sockdir = tempfile.mkdtemp(prefix="plugin", dir=os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or None)
+    sockdir = _socket_dir()
     path = os.path.join(sockdir, "sock")
     try:
         server.add_insecure_port("unix:" + path)
@@ -130,7 +132,24 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
         server.stop(0)
         state.shutdown()
     finally:
+        import shutil
+
         shutil.rmtree(sockdir, ignore_errors=True)
+
+
+def _socket_dir() -> str:
+    """A new private directory for the socket, where go-plugin puts its own
+    (PLUGIN_UNIX_SOCKET_DIR, else the temporary directory). Not tempfile:
+    it imports random and shutil, a few milliseconds of start-up."""
+    base = os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    for _ in range(100):
+        d = os.path.join(base, "plugin" + os.urandom(6).hex())
+        try:
+            os.mkdir(d, 0o700)
+            return d
+        except FileExistsError:
+            continue
+    raise OSError(f"no new directory for the plugin's socket in {base}")
 
 
 def register(server: Any, state: "State") -> None:

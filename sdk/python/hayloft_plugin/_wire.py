@@ -4,7 +4,6 @@ status detail or inline in a stream)."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -16,6 +15,8 @@ from .types import Aggregate, Chunk, Generation, GenerateRequest, Message, Retri
 def _encode_map(what: str, m: Optional[Dict[str, Any]]) -> bytes:
     if not m:
         return b""
+    import json  # here, not at the top: start-up does not need it
+
     try:
         return json.dumps(m, separators=(",", ":"), allow_nan=False).encode()
     except (TypeError, ValueError) as e:
@@ -25,6 +26,8 @@ def _encode_map(what: str, m: Optional[Dict[str, Any]]) -> bytes:
 def _decode_map(what: str, b: bytes) -> Dict[str, Any]:
     if not b:
         return {}
+    import json
+
     try:
         m = json.loads(b)
     except ValueError as e:

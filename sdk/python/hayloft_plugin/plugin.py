@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import sys
 import typing
 from dataclasses import dataclass
@@ -184,6 +183,8 @@ def _parse_options(options: Any) -> Dict[str, Any]:
     if isinstance(options, (bytes, bytearray, str)):
         if not options or not str(options if isinstance(options, str) else options.decode()).strip():
             return {}
+        import json  # here, not at the top: start-up does not need it
+
         try:
             options = json.loads(options)
         except ValueError as e:
