@@ -43,6 +43,7 @@ from .types import (
     Chunk,
     GenerateRequest,
     Generation,
+    GridPoint,
     Message,
     Retrieval,
     Sample,
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Plugin",
     "Sample",
+    "GridPoint",
     "Message",
     "Score",
     "Aggregate",

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ._proto import plugin_pb2 as pb
 from .errors import Attempt, ConfigError, PluginError, RequestError, RetryableError, Unsupported
-from .types import Aggregate, Chunk, Generation, GenerateRequest, Message, Retrieval, Sample, Score, Tokens
+from .types import Aggregate, Chunk, Generation, GenerateRequest, GridPoint, Message, Retrieval, Sample, Score, Tokens
 
 
 def _encode_map(what: str, m: Optional[Dict[str, Any]]) -> bytes:
@@ -38,7 +38,7 @@ def _decode_map(what: str, b: bytes) -> Dict[str, Any]:
 
 
 def sample_to_pb(s: Sample) -> pb.Sample:
-    return pb.Sample(
+    p = pb.Sample(
         id=s.id,
         context=s.context,
         question=s.question,
@@ -53,6 +53,10 @@ def sample_to_pb(s: Sample) -> pb.Sample:
         window=s.window,
         metadata_json=_encode_map(f"sample {s.id} metadata", s.metadata),
     )
+    if s.grid is not None:
+        p.grid.SetInParent()  # present even at (0, 0)
+        p.grid.length, p.grid.depth = s.grid.length, s.grid.depth
+    return p
 
 
 def sample_from_pb(p: pb.Sample) -> Sample:
@@ -71,6 +75,7 @@ def sample_from_pb(p: pb.Sample) -> Sample:
         max_new_tokens=p.max_new_tokens,
         window=p.window,
         metadata=_decode_map(f"sample {p.id} metadata", p.metadata_json),
+        grid=GridPoint(p.grid.length, p.grid.depth) if p.HasField("grid") else None,
     )
 
 

@@ -13,6 +13,7 @@ from .errors import Attempt
 
 __all__ = [
     "Message",
+    "GridPoint",
     "Sample",
     "Score",
     "Aggregate",
@@ -39,6 +40,17 @@ class Message:
 
 
 @dataclass
+class GridPoint:
+    """A sample's place in its benchmark's grid, as asked for
+    (sdk.GridPoint): length in the task's unit (0 when the grid has no
+    length axis), depth 0..1 (negative when it has no depth axis). Reports
+    bucket a length x depth grid by it."""
+
+    length: int = 0
+    depth: float = 0.0
+
+
+@dataclass
 class Sample:
     """One evaluation item (sdk.Sample). length is the context's size in
     tokens as measured by tokenizer; depth is the evidence's relative
@@ -61,6 +73,9 @@ class Sample:
     # model's, when smaller (a truncation study); 0 leaves the model's.
     window: int = 0
     metadata: Dict[str, Any] = field(default_factory=dict)
+    # The grid point the task made this sample for; None buckets reports by
+    # the measured length and depth.
+    grid: Optional[GridPoint] = None
 
 
 @dataclass
