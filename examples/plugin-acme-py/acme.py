@@ -9,7 +9,7 @@ import random
 import re
 from dataclasses import dataclass
 
-from hayloft_plugin import CODE_BAD_REQUEST, ConfigError, Plugin, RequestError, Sample, Score
+from hayloft_plugin import CODE_BAD_REQUEST, ConfigError, Plugin, RequestError, Sample, Score, path_option
 
 plugin = Plugin("acme", "1.0.0")
 
@@ -22,6 +22,9 @@ class ArithOptions:
     count: int = 20
     seed: int = 1
     filler_sentences: int = 50
+    # Filler sentences from a file, one a line, in place of the built-in
+    # one; a relative path is beside the config file.
+    filler_file: str = path_option("")
 
 
 @plugin.task("arith")
@@ -31,12 +34,22 @@ def arith(opts: ArithOptions):
         raise ConfigError("count", f"must be at least 1, got {opts.count}")
     if opts.filler_sentences < 0:
         raise ConfigError("filler_sentences", "must not be negative")
-    return Arith(opts)
+    filler = [FILLER]
+    if opts.filler_file:
+        try:
+            with open(opts.filler_file, encoding="utf-8") as f:
+                filler = [line.strip() + " " for line in f if line.strip()]
+        except OSError as e:
+            raise ConfigError("filler_file", f"{e.strerror}: {opts.filler_file}") from None
+        if not filler:
+            raise ConfigError("filler_file", f"{opts.filler_file} has no sentences")
+    return Arith(opts, filler)
 
 
 class Arith:
-    def __init__(self, opts: ArithOptions):
+    def __init__(self, opts: ArithOptions, filler):
         self.opts = opts
+        self.filler = filler
 
     def count(self, limit):
         return self.opts.count
@@ -47,7 +60,7 @@ class Arith:
         for i in range(self.opts.count):
             a, b = rng.randrange(1000), rng.randrange(1000)
             pos = rng.randrange(filler + 1)
-            parts = [FILLER] * filler
+            parts = [self.filler[j % len(self.filler)] for j in range(filler)]
             parts.insert(pos, f"The first number is {a} and the second number is {b}. ")
             yield Sample(
                 id=str(i),

@@ -108,6 +108,25 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("path option beside the config file", func(t *testing.T) {
+		// filler_file is a path option (path_option in acme.py): written
+		// relative, it names the file beside the config, wherever hayloft
+		// runs from; unresolved, the task could not open it and the run
+		// would fail at filler_file's line.
+		cdir := t.TempDir()
+		writeFile(t, filepath.Join(cdir, "filler.txt"), "Hay is for horses.\nThe loft is full.\n")
+		text := strings.Replace(fmt.Sprintf(acmeConfig, pyz, sum), "count = 10", "count = 10\n  filler_file = \"filler.txt\"", 1)
+		cfg := writeFile(t, filepath.Join(cdir, "paths.hcl"), text)
+		ev := parseRun(t, runBin(t, t.TempDir(), hayloft, "run", cfg, "--json", "--store", filepath.Join(t.TempDir(), "j.db"))).Evals[0]
+		if ev.Error != "" || ev.Samples != 10 || ev.Errors != 0 {
+			t.Fatalf("eval %+v: want 10 samples with the filler beside the config", ev)
+		}
+		r := runBin(t, t.TempDir(), hayloft, "validate", writeFile(t, filepath.Join(cdir, "missing.hcl"), strings.Replace(text, "filler.txt", "nofile.txt", 1)))
+		if r.code == 0 || !strings.Contains(r.stderr, "missing.hcl:8:") || !strings.Contains(r.stderr, filepath.Join(cdir, "nofile.txt")) {
+			t.Fatalf("validate with a missing filler_file: exit %d; want an error at missing.hcl:8 naming %s:\n%s", r.code, filepath.Join(cdir, "nofile.txt"), r.stderr)
+		}
+	})
+
 	t.Run("wrong sha256", func(t *testing.T) {
 		wrong := strings.Repeat("0", 64)
 		bad := writeFile(t, filepath.Join(dir, "sha.hcl"), fmt.Sprintf(acmeConfig, pyz, wrong))

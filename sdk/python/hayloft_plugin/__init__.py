@@ -34,7 +34,7 @@ from .errors import (
     RetryableError,
     Unsupported,
 )
-from .options import decode, suggest
+from .options import decode, path_option, resolve_path, suggest
 from .plugin import Plugin
 from .types import (
     CONTEXT_SLOT,
@@ -78,5 +78,7 @@ __all__ = [
     "CONTEXT_SLOT",
     "QUESTION_SLOT",
     "decode",
+    "path_option",
+    "resolve_path",
     "suggest",
 ]

@@ -4,17 +4,58 @@ A component declares its options as a dataclass; decode() fills one from the
 JSON object hayloft sends. An unknown name is a ConfigError naming it and
 suggesting the nearest known name, a value of the wrong type is a ConfigError
 naming the field, so a typo never silently falls back to a default.
+
+A field made with path_option() (or field(metadata={"hayloft": "path"}), as
+a Go field tagged `hayloft:"path"`) holds a file path: hayloft sends the
+directory of the config file the block came from, and a relative path is
+resolved against it, so it names the same file wherever hayloft runs from.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 from typing import Any, Dict, List, Optional, Sequence
 
 from .errors import ConfigError
 
-__all__ = ["decode", "suggest"]
+__all__ = ["decode", "suggest", "path_option", "resolve_path", "BASE_DIR_KEY"]
+
+# The reserved option under which hayloft passes the config file's directory
+# (sdk's baseDirKey); it is no option of the component's.
+BASE_DIR_KEY = "$hayloft.base_dir"
+_PATH = "path"
+
+
+def path_option(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field holding a file path (a str, or a list, dict or
+    Optional of str): relative paths resolve against the config file's
+    directory, as Go options tagged `hayloft:"path"` do.
+
+        @dataclass
+        class Options:
+            file: str = path_option("data/items.jsonl")
+    """
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={"hayloft": _PATH})
+
+
+def resolve_path(base_dir: str, p: str) -> str:
+    """p resolved against base_dir (sdk.Options.Path): unchanged when empty,
+    absolute, a URL, or when there is no base directory."""
+    if not base_dir or not p or os.path.isabs(p) or "://" in p:
+        return p
+    return os.path.normpath(os.path.join(base_dir, p))
+
+
+def _resolve(base_dir: str, v: Any) -> Any:
+    if isinstance(v, str):
+        return resolve_path(base_dir, v)
+    if isinstance(v, list):
+        return [_resolve(base_dir, x) for x in v]
+    if isinstance(v, dict):
+        return {k: _resolve(base_dir, x) for k, x in v.items()}
+    return v
 
 
 def suggest(name: str, candidates: Sequence[str]) -> str:
@@ -77,7 +118,7 @@ def _type_name(t: Any) -> str:
     return getattr(t, "__name__", str(t))
 
 
-def _convert(path: str, t: Any, v: Any) -> Any:
+def _convert(path: str, t: Any, v: Any, base_dir: str = "") -> Any:
     if t is Any:
         return v
     origin = typing.get_origin(t)
@@ -87,10 +128,10 @@ def _convert(path: str, t: Any, v: Any) -> Any:
             return None
         inner = [a for a in args if a is not type(None)]
         if len(inner) == 1:
-            return _convert(path, inner[0], v)
+            return _convert(path, inner[0], v, base_dir)
         for a in inner:
             try:
-                return _convert(path, a, v)
+                return _convert(path, a, v, base_dir)
             except ConfigError:
                 pass
         raise ConfigError(path, f"want {_type_name(t)}, got {_json_type(v)}")
@@ -98,17 +139,17 @@ def _convert(path: str, t: Any, v: Any) -> Any:
         if not isinstance(v, list):
             raise ConfigError(path, f"want {_type_name(t)}, got {_json_type(v)}")
         (arg,) = typing.get_args(t) or (Any,)
-        return [_convert(f"{path}[{i}]", arg, x) for i, x in enumerate(v)]
+        return [_convert(f"{path}[{i}]", arg, x, base_dir) for i, x in enumerate(v)]
     if origin in (dict, Dict) or t is dict:
         if not isinstance(v, dict):
             raise ConfigError(path, f"want object, got {_json_type(v)}")
         args = typing.get_args(t)
         vt = args[1] if len(args) == 2 else Any
-        return {k: _convert(f"{path}.{k}", vt, x) for k, x in v.items()}
+        return {k: _convert(f"{path}.{k}", vt, x, base_dir) for k, x in v.items()}
     if dataclasses.is_dataclass(t):
         if not isinstance(v, dict):
             raise ConfigError(path, f"want object, got {_json_type(v)}")
-        return _decode_into(t, v, path + ".")
+        return _decode_into(t, v, path + ".", base_dir)
     if t is bool:
         if isinstance(v, bool):
             return v
@@ -128,7 +169,7 @@ def _convert(path: str, t: Any, v: Any) -> Any:
     raise ConfigError(path, f"want {_type_name(t)}, got {_json_type(v)}")
 
 
-def _decode_into(cls: type, raw: Dict[str, Any], prefix: str = "") -> Any:
+def _decode_into(cls: type, raw: Dict[str, Any], prefix: str = "", base_dir: str = "") -> Any:
     hints = typing.get_type_hints(cls)
     fields = [f for f in dataclasses.fields(cls) if f.init]
     names = [f.name for f in fields]
@@ -142,19 +183,28 @@ def _decode_into(cls: type, raw: Dict[str, Any], prefix: str = "") -> Any:
     kwargs = {}
     for f in fields:
         if f.name in raw:
-            kwargs[f.name] = _convert(prefix + f.name, hints.get(f.name, Any), raw[f.name])
+            v = _convert(prefix + f.name, hints.get(f.name, Any), raw[f.name], base_dir)
+            if base_dir and f.metadata.get("hayloft") == _PATH:
+                v = _resolve(base_dir, v)
+            kwargs[f.name] = v
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
             raise ConfigError(prefix + f.name, "required option is missing")
     return cls(**kwargs)
 
 
-def decode(raw: Optional[Dict[str, Any]], cls: type) -> Any:
+def decode(raw: Optional[Dict[str, Any]], cls: type, base_dir: str = "") -> Any:
     """Fill the dataclass cls from the options object raw, strictly. Errors
-    are ConfigError naming the field."""
+    are ConfigError naming the field. Path fields (path_option) given
+    relative resolve against base_dir, or the BASE_DIR_KEY in raw; defaults
+    are left as written."""
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"decode: {cls!r} is not a dataclass")
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError("", f"options must be an object, got {_json_type(raw)}")
-    return _decode_into(cls, raw)
+    if BASE_DIR_KEY in raw:
+        raw = dict(raw)
+        bd = raw.pop(BASE_DIR_KEY)
+        base_dir = base_dir or (bd if isinstance(bd, str) else "")
+    return _decode_into(cls, raw, "", base_dir)

@@ -151,7 +151,7 @@ class Plugin:
         reg = self._reg.get((kind, name))
         if reg is None:
             raise Unsupported(f"plugin {self.name!r} has no {kind} {name!r}")
-        raw = _parse_options(options)
+        raw, base_dir = _parse_options(options)
         if reg.options is None:
             if raw:
                 key = next(iter(raw))
@@ -160,7 +160,7 @@ class Plugin:
         elif reg.options is dict:
             obj = reg.factory(raw)
         else:
-            obj = reg.factory(_options.decode(raw, reg.options))
+            obj = reg.factory(_options.decode(raw, reg.options, base_dir))
         comp = Component(reg, obj)
         if provision:
             prov = getattr(obj, "provision", None)
@@ -177,12 +177,14 @@ class Plugin:
         _serve.main(self, argv)
 
 
-def _parse_options(options: Any) -> Dict[str, Any]:
+def _parse_options(options: Any) -> "tuple[Dict[str, Any], str]":
+    """The options object, and the config file's directory the host sent
+    with it ("" if none)."""
     if options is None:
-        return {}
+        return {}, ""
     if isinstance(options, (bytes, bytearray, str)):
         if not options or not str(options if isinstance(options, str) else options.decode()).strip():
-            return {}
+            return {}, ""
         import json  # here, not at the top: start-up does not need it
 
         try:
@@ -190,14 +192,14 @@ def _parse_options(options: Any) -> Dict[str, Any]:
         except ValueError as e:
             raise ConfigError("", f"options are not JSON: {e}") from None
         if options is None:  # JSON null: no options
-            return {}
+            return {}, ""
     if not isinstance(options, dict):
         raise ConfigError("", f"options must be an object, got {type(options).__name__}")
-    # The host adds the config file's directory under a reserved key (the Go
-    # SDK resolves relative path options against it); it is no option of the
-    # component's, so strict decoding must not see it.
-    options.pop("$hayloft.base_dir", None)
-    return options
+    # The host adds the config file's directory under a reserved key; it is
+    # no option of the component's, so strict decoding must not see it, and
+    # path options (options.path_option) resolve against it.
+    base_dir = options.pop(_options.BASE_DIR_KEY, "")
+    return options, base_dir if isinstance(base_dir, str) else ""
 
 
 class Component:

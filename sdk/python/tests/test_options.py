@@ -2,7 +2,10 @@ import unittest
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from hayloft_plugin import ConfigError, decode, suggest
+import os
+import tempfile
+
+from hayloft_plugin import ConfigError, Plugin, decode, path_option, suggest
 
 
 @dataclass
@@ -65,6 +68,61 @@ class DecodeTest(unittest.TestCase):
         with self.assertRaises(ConfigError) as cm:
             decode([1], Opts)
         self.assertEqual(cm.exception.field, "")
+
+
+@dataclass
+class PathInner:
+    table: str = path_option("")
+
+
+@dataclass
+class PathOpts:
+    file: str = path_option("data/default.txt")
+    files: List[str] = path_option(default_factory=list)
+    map: Dict[str, str] = path_option(default_factory=dict)
+    maybe: Optional[str] = path_option(None)
+    sub: PathInner = field(default_factory=PathInner)
+    tagged: str = field(default="", metadata={"hayloft": "path"})
+    name: str = ""  # not a path: left as written
+
+
+class PathTest(unittest.TestCase):
+    # The cases of sdk/options_path_test.go.
+    def test_relative_paths_resolve_against_the_config_dir(self):
+        d = os.path.join(tempfile.gettempdir(), "conf")
+        raw = {"file": "data/h.txt", "files": ["a", "/abs.txt"], "map": {"k": "../b"}, "maybe": "c",
+               "sub": {"table": "t.tsv"}, "tagged": "u.tsv", "name": "n/x"}
+        cases = [
+            ("config file's directory", dict(raw, **{"$hayloft.base_dir": d}), PathOpts(
+                file=os.path.join(d, "data/h.txt"), files=[os.path.join(d, "a"), "/abs.txt"],
+                map={"k": os.path.normpath(os.path.join(d, "../b"))}, maybe=os.path.join(d, "c"),
+                sub=PathInner(os.path.join(d, "t.tsv")), tagged=os.path.join(d, "u.tsv"), name="n/x")),
+            # hayloft score --option: no config file, so the current directory.
+            ("no base directory", raw, PathOpts(file="data/h.txt", files=["a", "/abs.txt"], map={"k": "../b"}, maybe="c",
+                                                sub=PathInner("t.tsv"), tagged="u.tsv", name="n/x")),
+            ("URL and empty unchanged", {"file": "https://example.org/x.jsonl", "tagged": "", "$hayloft.base_dir": d},
+             PathOpts(file="https://example.org/x.jsonl")),
+            ("only the base directory", {"$hayloft.base_dir": d}, PathOpts()),
+        ]
+        for name, opts, want in cases:
+            with self.subTest(name):
+                self.assertEqual(decode(opts, PathOpts), want)
+
+    def test_through_plugin_build(self):
+        p = Plugin("paths", "0")
+
+        got = {}
+
+        @p.task("u")
+        def u(opts: PathOpts):
+            got["opts"] = opts
+            return lambda: iter([])
+
+        p.build("task", "u", b'{"file": "x.jsonl", "$hayloft.base_dir": "/etc/hay"}')
+        self.assertEqual(got["opts"].file, "/etc/hay/x.jsonl")
+        with self.assertRaises(ConfigError) as cm:
+            p.build("task", "u", b'{"fiel": "x", "$hayloft.base_dir": "/etc/hay"}')
+        self.assertEqual(cm.exception.field, "fiel")
 
 
 class SuggestTest(unittest.TestCase):
