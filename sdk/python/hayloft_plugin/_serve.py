@@ -119,7 +119,7 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
     )
     state = State(plugin, log, kind, name)
     register(server, state)
-    server.add_generic_rpc_handlers(_goplugin_handlers(server, done, st))
+    server.add_generic_rpc_handlers(_goplugin_handlers(server, done, st, state.broker))
 
     sockdir = _socket_dir()
     path = os.path.join(sockdir, "sock")
@@ -152,6 +152,10 @@ def _socket_dir() -> str:
     raise OSError(f"no new directory for the plugin's socket in {base}")
 
 
+def _channel_options() -> List[Any]:
+    return [("grpc.max_receive_message_length", MAX_MESSAGE_SIZE), ("grpc.max_send_message_length", MAX_MESSAGE_SIZE)]
+
+
 def register(server: Any, state: "State") -> None:
     """Add the hayloft services to a grpc server."""
     from ._proto import plugin_pb2_grpc as rpc
@@ -174,7 +178,7 @@ def register(server: Any, state: "State") -> None:
 # ---- go-plugin's own services ----
 
 
-def _goplugin_handlers(server: Any, done: threading.Event, st: Any) -> Any:
+def _goplugin_handlers(server: Any, done: threading.Event, st: Any, broker: Any) -> Any:
     """GRPCController, GRPCStdio, GRPCBroker and grpc.health.v1, served with
     raw bytes: their messages are one or two fields, encoded here by hand."""
     import grpc
@@ -205,10 +209,11 @@ def _goplugin_handlers(server: Any, done: threading.Event, st: Any) -> Any:
             st.attach(None)
 
     def start_stream(req_iter: Iterator[bytes], ctx: Any) -> Iterator[bytes]:
-        # This SDK offers the host no brokered services; keep the stream
-        # open for as long as the host does, as go-plugin's server would.
-        for _ in req_iter:
-            pass
+        # The host announces the services it offers (the embedding cache)
+        # on this stream; this SDK offers the host none. Open for as long as
+        # the host keeps it, as go-plugin's server keeps it.
+        for info in req_iter:
+            broker.offer(info)
         return iter(())
 
     def health_check(_req: bytes, _ctx: Any) -> bytes:
@@ -242,6 +247,10 @@ class State:
         self.threads: Optional[ThreadPoolExecutor] = None
         self.workers: Any = None
         self.options = b""
+        from .cache import Broker
+
+        self.broker = Broker()
+        self.cache: Any = None  # the host's EmbeddingCache, when it offers one
 
     def component(self, kind: str, ctx: Any) -> Component:
         from ._proto import plugin_pb2 as pb
@@ -260,8 +269,10 @@ class State:
 
     def shutdown(self) -> None:
         with self.mu:
-            workers, threads = self.workers, self.threads
-            self.workers = self.threads = None
+            workers, threads, cache = self.workers, self.threads, self.cache
+            self.workers = self.threads = self.cache = None
+        if cache:
+            cache.close()
         if workers:
             workers.close()
         if threads:
@@ -295,12 +306,21 @@ class _Lifecycle:
         with s.mu:
             if s.comp is not None:
                 abort(ctx, pb.Error(message=f"plugin component already configured as {s.comp.kind}"), "FAILED_PRECONDITION")
+            cache = None
+            if req.embedding_cache and not req.check_only:
+                try:
+                    cache = s.broker.dial_cache(req.embedding_cache, _channel_options())
+                except Exception as e:
+                    abort(ctx, _wire.error_to_pb(PluginError(f"dial the host's embedding cache: {e}")))
             try:
-                comp = s.plugin.build(req.kind, req.name, req.options_json, provision=not req.check_only)
+                comp = s.plugin.build(req.kind, req.name, req.options_json, provision=not req.check_only, cache=cache)
             except Exception as e:
+                if cache is not None:
+                    cache.close()
                 if not isinstance(e, PluginError):
                     s.log.error("exception building %s %r", req.kind, req.name, exc_info=e)
                 abort(ctx, _wire.error_to_pb(e))
+            s.cache = cache
             reg = comp.reg
             if not req.check_only:
                 if reg.processes > 0:

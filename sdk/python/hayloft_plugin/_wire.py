@@ -304,6 +304,19 @@ def parse_status_details(b: bytes) -> Optional[pb.Error]:
     return None
 
 
+def rpc_error(e: Any, what: str) -> BaseException:
+    """The exception behind a failed RPC (a grpc.RpcError): the typed error
+    its status detail carries, else a PluginError naming what was called."""
+    for key, value in (e.trailing_metadata() or ()):
+        if key == "grpc-status-details-bin":
+            err = parse_status_details(value)
+            if err is not None:
+                if err.kind == K.KIND_UNSPECIFIED:
+                    return PluginError(f"{what}: {err.message}")
+                return error_from_pb(err)
+    return PluginError(f"{what}: {e.code().name}: {e.details()}")
+
+
 def where(e: BaseException) -> str:
     """" (file.py:LINE)" of the innermost frame that raised e."""
     tb = e.__traceback__

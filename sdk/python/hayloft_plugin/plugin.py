@@ -144,10 +144,12 @@ class Plugin:
     def registration(self, kind: str, name: str) -> Optional[Registration]:
         return self._reg.get((kind, name))
 
-    def build(self, kind: str, name: str, options: Any = None, provision: bool = True) -> "Component":
+    def build(self, kind: str, name: str, options: Any = None, provision: bool = True, cache: Any = None) -> "Component":
         """Build kind/name from options (a dict, JSON bytes or None), as
         Configure does. Option errors are ConfigError; provision=False
-        checks the options without calling the component's provision()."""
+        checks the options without calling the component's provision().
+        cache, the host's EmbeddingCache, goes to the component's
+        use_embedding_cache(cache) before provision(), if it has one."""
         reg = self._reg.get((kind, name))
         if reg is None:
             raise Unsupported(f"plugin {self.name!r} has no {kind} {name!r}")
@@ -162,6 +164,9 @@ class Plugin:
         else:
             obj = reg.factory(_options.decode(raw, reg.options, base_dir))
         comp = Component(reg, obj)
+        use = getattr(obj, "use_embedding_cache", None)
+        if cache is not None and callable(use):
+            use(cache)
         if provision:
             prov = getattr(obj, "provision", None)
             if callable(prov):

@@ -30,7 +30,7 @@ from .errors import PluginError, Unsupported
 from .plugin import Plugin
 from .types import GenerateRequest, Generation, Retrieval, Sample, Score
 
-__all__ = ["connect", "Remote", "ScorerCase", "check_task", "check_scorer", "check_model", "check_retriever",
+__all__ = ["connect", "Remote", "MemoryCache", "ScorerCase", "check_task", "check_scorer", "check_model", "check_retriever",
            "MAX_CHECKED_SAMPLES"]
 
 # How many samples check_task reads per pass.
@@ -44,14 +44,15 @@ def _rebuild(e: Any) -> BaseException:
             err = _wire.parse_status_details(value)
             if err is not None:
                 return _wire.error_from_pb(err)
-    return PluginError(f"plugin rpc: {e.code().name}: {e.details()}")
+    return _wire.rpc_error(e, "plugin rpc")
 
 
 class Remote:
     """A component configured in a plugin served over gRPC in this process;
     close() (or a with block) stops both."""
 
-    def __init__(self, plugin: Plugin, kind: str, name: str, options: Any = None, check_only: bool = False):
+    def __init__(self, plugin: Plugin, kind: str, name: str, options: Any = None, check_only: bool = False,
+                 embedding_cache: Any = None):
         import grpc
 
         from . import _serve
@@ -77,9 +78,21 @@ class Remote:
         self._grpc = grpc
         if isinstance(options, (dict, type(None))):
             options = json.dumps(options or {}).encode()
+        cache_id = 0
+        if embedding_cache is not None:
+            # As go-plugin's broker does for the host: listen on a socket
+            # of its own, announce it under an id, pass the id.
+            cache_id = 7
+            cpath = os.path.join(self._dir, "cache")
+            self._cache_server = grpc.server(ThreadPoolExecutor(max_workers=4), options=opts)
+            rpc.add_EmbeddingCacheServicer_to_server(_CacheServicer(embedding_cache), self._cache_server)
+            self._cache_server.add_insecure_port("unix:" + cpath)
+            self._cache_server.start()
+            self._state.broker.offer(b"\x08" + bytes([cache_id]) + _wire._field_bytes(2, b"unix") + _wire._field_bytes(3, cpath.encode()))
         try:
             resp = self._lc.Configure(pb.ConfigureRequest(kind=kind, name=name, options_json=options,
-                                                          protocol="hayloft.plugin.v1", check_only=check_only))
+                                                          protocol="hayloft.plugin.v1", check_only=check_only,
+                                                          embedding_cache=cache_id))
         except grpc.RpcError as e:
             self.close()
             raise _rebuild(e) from None
@@ -99,6 +112,8 @@ class Remote:
         self._channel.close()
         self._server.stop(0)
         self._state.shutdown()
+        if getattr(self, "_cache_server", None) is not None:
+            self._cache_server.stop(0)
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def _unary(self, fn: Any, req: Any) -> Any:
@@ -189,10 +204,47 @@ class Remote:
         return out
 
 
-def connect(plugin: Plugin, kind: str, name: str, options: Any = None, check_only: bool = False) -> Remote:
+def connect(plugin: Plugin, kind: str, name: str, options: Any = None, check_only: bool = False,
+            embedding_cache: Any = None) -> Remote:
     """Configure kind/name with options (a dict) over gRPC; option errors
-    raise ConfigError, as hayloft would see them."""
-    return Remote(plugin, kind, name, options, check_only)
+    raise ConfigError, as hayloft would see them. embedding_cache (an
+    object with get_embeddings and put_embeddings, e.g. MemoryCache) is
+    offered to the component as hayloft offers its journal: served over
+    gRPC and announced on the plugin broker."""
+    return Remote(plugin, kind, name, options, check_only, embedding_cache)
+
+
+class MemoryCache:
+    """An embedding cache in a dict, for tests: what hayloft's journal keeps,
+    without the journal."""
+
+    def __init__(self) -> None:
+        self.vectors: dict = {}
+        self.gets = self.puts = 0
+
+    def get_embeddings(self, embedder: str, hashes: List[bytes]) -> List[Optional[List[float]]]:
+        self.gets += 1
+        return [self.vectors.get((embedder, bytes(h))) for h in hashes]
+
+    def put_embeddings(self, embedder: str, hashes: List[bytes], vectors: List[List[float]]) -> None:
+        self.puts += 1
+        for h, v in zip(hashes, vectors):
+            self.vectors[(embedder, bytes(h))] = list(v)
+
+
+class _CacheServicer:
+    """Serves a Python cache object as hayloft serves its journal."""
+
+    def __init__(self, cache: Any):
+        self.cache = cache
+
+    def GetEmbeddings(self, req: Any, ctx: Any) -> Any:
+        vecs = self.cache.get_embeddings(req.embedder, list(req.chunk_sha256))
+        return pb.GetEmbeddingsResponse(vectors=[pb.EmbeddingVector(values=v or []) for v in vecs])
+
+    def PutEmbeddings(self, req: Any, ctx: Any) -> Any:
+        self.cache.put_embeddings(req.embedder, list(req.chunk_sha256), [list(v.values) for v in req.vectors])
+        return pb.PutEmbeddingsResponse()
 
 
 class _Problems:

@@ -169,6 +169,23 @@ class RetrieverTest(unittest.TestCase):
         with testing.connect(plugin, "retriever", "firsthalf") as r:
             self.assertEqual(r.retrieve(samples[0]).context, "abc")
 
+    def test_embedding_cache(self):
+        smp = Sample(id="a", context="Hay. The loft is full. Barn.", question="q")
+        cache = testing.MemoryCache()
+        with testing.connect(plugin, "retriever", "cached", embedding_cache=cache) as r:
+            first, second = r.retrieve(smp), r.retrieve(smp)
+        self.assertEqual(first.context, "The loft is full")
+        self.assertEqual(first.details, {"embedded": 3, "cache": True})
+        self.assertEqual(second.details, {"embedded": 0, "cache": True})
+        self.assertEqual(len(cache.vectors), 3)
+        self.assertEqual((cache.gets, cache.puts), (2, 1))
+        self.assertEqual(cache.vectors[("demo/toy", __import__("hashlib").sha256(b"Barn").digest())], [4.0, 66.0])
+        # Without a cache, and for hayloft validate, the component is never handed one.
+        for check_only in (False, True):
+            with testing.connect(plugin, "retriever", "cached", check_only=check_only) as r:
+                if not check_only:
+                    self.assertEqual(r.retrieve(smp).details, {"embedded": 3, "cache": False})
+
 
 class WrongKindTest(unittest.TestCase):
     def test_wrong_kind_call(self):
