@@ -44,12 +44,6 @@ This is a hayloft plugin ({protocol}); hayloft starts it itself.
 
 def main(plugin: Plugin, argv: Optional[List[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args == ["describe"]:
-        import json
-
-        _stdio.route_to_stderr()
-        _stdio.write_stdout((json.dumps(plugin.describe()) + "\n").encode())
-        _exit(0)
     if len(args) == 3 and args[0] == "start":
         serve(plugin, args[1], args[2])
         _exit(0)

@@ -177,9 +177,20 @@ class Plugin:
         """The plugin program's main: `describe` prints what it serves as
         JSON, `start <kind> <name>` serves that component to the hayloft
         that started the process. Does not return."""
+        from . import _stdio
+
+        args = list(sys.argv[1:] if argv is None else argv)
+        if args == ["describe"]:
+            # Without the server's modules (protobuf, grpc): hayloft runs
+            # describe once per plugin file before it starts anything.
+            import json
+
+            _stdio.route_to_stderr()
+            _stdio.write_stdout((json.dumps(self.describe()) + "\n").encode())
+            _stdio.exit_now(0)
         from . import _serve
 
-        _serve.main(self, argv)
+        _serve.main(self, args)
 
 
 def _parse_options(options: Any) -> "tuple[Dict[str, Any], str]":
