@@ -126,6 +126,15 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
         server.stop(0)
         state.shutdown()
     finally:
+        _remove_socket_dir(sockdir, path)
+
+
+def _remove_socket_dir(sockdir: str, path: str) -> None:
+    try:
+        if os.path.exists(path):
+            os.remove(path)
+        os.rmdir(sockdir)
+    except OSError:
         import shutil
 
         shutil.rmtree(sockdir, ignore_errors=True)
@@ -179,9 +188,11 @@ def _goplugin_handlers(server: Any, done: threading.Event, st: Any, broker: Any)
 
     ident = dict(request_deserializer=None, response_serializer=None)
 
-    def shutdown(_req: bytes, _ctx: Any) -> bytes:
-        # Answer first, then stop: the host waits for the reply.
-        threading.Timer(0.01, done.set).start()
+    def shutdown(_req: bytes, ctx: Any) -> bytes:
+        # Answer first, then stop: the host waits for the reply, and the
+        # callback runs once it is sent.
+        if not ctx.add_callback(done.set):
+            done.set()
         return b""
 
     def stream_stdio(_req: bytes, ctx: Any) -> Iterator[bytes]:
