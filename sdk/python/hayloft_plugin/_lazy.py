@@ -8,14 +8,26 @@ imported; the placeholder becomes the real module, in place, the first time
 anything reads one of its attributes, so user code that imports asyncio (or
 grpc.aio) gets the real thing and notices nothing.
 
+Only for the import of grpc: release() takes the placeholders that are
+still unused out of sys.modules once grpc is imported, so a later `import
+asyncio` anywhere is a plain import, as thread-safe as any (a placeholder
+in sys.modules would let two threads import a submodule before its parent
+has loaded). What keeps a placeholder after that (cygrpc's module global
+asyncio, the attribute grpc.aio) imports the module on first use, which
+only asyncio gRPC would do, and takes its namespace. (One difference
+remains: a plugin that first imports asyncio inside functions running on
+several threads at once meets CPython 3.11's own race between asyncio and
+asyncio.events, which an import at the top of the module avoids.)
+
 importlib.util.LazyLoader does the same but, in Python 3.11, loads the
 module as soon as the import system reads its __spec__ (which every import
 of it does) and is not thread-safe; this placeholder answers the import
-system's questions without loading and loads under a lock.
+system's questions without loading it.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -56,13 +68,24 @@ def _loading(m: types.ModuleType) -> bool:
 
 
 def _load(m: types.ModuleType) -> None:
+    d = types.ModuleType.__getattribute__(m, "__dict__")
+    spec = d["__spec__"]
+    if sys.modules.get(spec.name) is not m:
+        # Released: the module is imported as any other (the import
+        # system's locks make that thread-safe), and the placeholder takes
+        # its namespace.
+        real = importlib.import_module(spec.name)
+        with _lock:
+            if type(m) is _Deferred:
+                d.update(types.ModuleType.__getattribute__(real, "__dict__"))
+                m.__class__ = types.ModuleType
+        return
+    # Still in sys.modules: only while grpc is imported, on one thread.
     with _lock:  # reentrant: the module's own imports read it while it loads
         if type(m) is not _Deferred or _loading(m):
             return
-        d = types.ModuleType.__getattribute__(m, "__dict__")
         d["_hayloft_loading"] = True
         try:
-            spec = d["__spec__"]
             spec.loader.exec_module(m)
         except BaseException:
             sys.modules.pop(spec.name, None)  # the next import tries afresh
@@ -83,16 +106,28 @@ def defer(name: str, spec: Optional[importlib.machinery.ModuleSpec] = None) -> b
     if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
         return False
     m = importlib.util.module_from_spec(spec)
-    if not isinstance(m, types.ModuleType) or type(m) is not types.ModuleType:
+    if type(m) is not types.ModuleType:
         return False  # an extension or a custom module type: leave it alone
     m.__class__ = _Deferred
     sys.modules[name] = m
     return True
 
 
+def release() -> None:
+    """Take the placeholders nothing has used out of sys.modules."""
+    for name in _DEFERRED:
+        m = sys.modules.get(name)
+        if m is not None and type(m) is _Deferred:
+            del sys.modules[name]
+
+
+_DEFERRED = ("asyncio", "grpc.aio")
+
+
 def defer_grpc_asyncio() -> None:
     """Defer asyncio and grpc.aio, which `import grpc` loads and the
-    synchronous server never uses. Call before the first import of grpc."""
+    synchronous server never uses. Call before the first import of grpc,
+    and release() after it."""
     if "grpc" in sys.modules:
         return
     defer("asyncio")

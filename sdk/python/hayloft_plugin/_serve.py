@@ -101,6 +101,8 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
     _lazy.defer_grpc_asyncio()
     import grpc
 
+    _lazy.release()
+
     from ._proto import plugin_pb2_grpc as rpc
 
     done = threading.Event()

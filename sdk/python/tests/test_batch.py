@@ -112,17 +112,20 @@ _lazy.defer_grpc_asyncio()
 import grpc
 assert type(sys.modules["asyncio"]).__name__ == "_Deferred", sys.modules["asyncio"]
 assert type(sys.modules["grpc.aio"]).__name__ == "_Deferred"
-import asyncio
+_lazy.release()
+assert "asyncio" not in sys.modules and "grpc.aio" not in sys.modules
+assert not [m for m in sys.modules if m.startswith("asyncio.")]
+# grpc.aio, still bound on grpc, imports on first use and shares its namespace.
 got = []
-ts = [threading.Thread(target=lambda: got.append(asyncio.Queue)) for _ in range(8)]
+ts = [threading.Thread(target=lambda: got.append(grpc.aio.server)) for _ in range(4)]
 [t.start() for t in ts]
 [t.join() for t in ts]
-assert len(set(got)) == 1 and len(got) == 8
+import grpc.aio as real
+assert len(set(got)) == 1 and got[0] is real.server and type(grpc.aio).__name__ == "module"
+import asyncio
 async def f():
     return 42
 assert asyncio.run(f()) == 42
-from grpc import aio
-assert callable(aio.server)
 print("ok")
 """
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=_sdk_dir())
