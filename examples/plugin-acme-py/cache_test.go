@@ -11,11 +11,13 @@ import (
 	"github.com/hayloft/hayloft/sdk"
 )
 
-// TestEmbeddingCache: a Python retriever gets hayloft's embedding cache (a
-// real journal) over the go-plugin broker, as a Go plugin does, so a second
-// run embeds nothing; without the host's cache it embeds everything again.
+// TestEmbeddingCache: a Python retriever (the "cached" retriever of the
+// SDK's own test plugin, sdk/python/tests/demo.py) gets hayloft's embedding
+// cache (a real journal) over the go-plugin broker, as a Go plugin does, so
+// a second run embeds nothing; without the host's cache it embeds
+// everything again.
 func TestEmbeddingCache(t *testing.T) {
-	pyz, sum := packOnce(t, "testdata", "cached")
+	pyz, sum := packOnce(t, filepath.Join("..", "..", "sdk", "python", "tests"), "demo")
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hayloft.db"))
 	if err != nil {
@@ -24,11 +26,11 @@ func TestEmbeddingCache(t *testing.T) {
 	defer st.Close()
 	smp := &sdk.Sample{ID: "s", Context: "Hay. The loft is full. Barn.", Question: "q"}
 	retrieve := func(cache sdk.EmbeddingCache) map[string]any {
-		h := host(t, "cached", pyz, sum, 0)
+		h := host(t, "demo", pyz, sum, 0)
 		if cache != nil {
 			h.UseEmbeddingCache(cache)
 		}
-		c, err := open(t, h, sdk.KindRetriever, "toy", nil)
+		c, err := open(t, h, sdk.KindRetriever, "cached", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func TestEmbeddingCache(t *testing.T) {
 	if d := retrieve(st); d["embedded"] != 3.0 || d["cache"] != true {
 		t.Fatalf("first run: details %v, want 3 sentences embedded with the cache", d)
 	}
-	got, err := st.GetEmbeddings(ctx, "cached/toy", [][32]byte{sha256.Sum256([]byte("Barn"))})
+	got, err := st.GetEmbeddings(ctx, "demo/toy", [][32]byte{sha256.Sum256([]byte("Barn"))})
 	if err != nil {
 		t.Fatal(err)
 	}
