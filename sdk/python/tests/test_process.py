@@ -43,6 +43,20 @@ class PackTest(unittest.TestCase):
             _, sha2 = pack(tmp, "noisy:plugin")
             self.assertEqual(sha, sha2)
 
+    def test_describe_falls_back_to_run_time(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "late.py"), "w") as f:
+                f.write("import os\nfrom hayloft_plugin import Plugin\n"
+                        "if os.environ.get('LATE_FAIL'):\n    raise RuntimeError('not here')\n"
+                        "plugin = Plugin('late', '1')\n\n@plugin.scorer('s')\ndef s():\n    return lambda smp, p: 1.0\n")
+            env = dict(os.environ, LATE_FAIL="1", PYTHONPATH=os.path.dirname(HERE))
+            r = subprocess.run([sys.executable, "-m", "hayloft_plugin", "pack", "late:plugin", "-o", os.path.join(tmp, "l.pyz"),
+                                "--path", tmp, "--python", sys.executable], capture_output=True, text=True, env=env, check=True)
+            self.assertIn("does not import here (late: import failed: RuntimeError: not here", r.stderr)
+            env.pop("LATE_FAIL")
+            r = subprocess.run([os.path.join(tmp, "l.pyz"), "describe"], capture_output=True, text=True, env=env, check=True)
+            self.assertEqual(json.loads(r.stdout)["components"], [{"kind": "scorer", "name": "s"}])
+
     def test_pack_cli_prints_sha256(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "n.pyz")
@@ -64,6 +78,14 @@ class ProcessTest(unittest.TestCase):
         info = json.loads(r.stdout)
         self.assertEqual(info["name"], "noisy")
         self.assertEqual(info["components"], [{"kind": "scorer", "name": "loud"}])
+        # Described at pack time: the module is not imported to answer.
+        self.assertNotIn("hello from import", r.stderr)
+        # Described at run time (a module that did not import at pack time,
+        # or run unpacked): its prints go to stderr, not into the JSON.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.path.dirname(HERE)]))
+        r = subprocess.run([sys.executable, "-m", "hayloft_plugin", "run", "noisy:plugin", "describe"], capture_output=True,
+                           text=True, check=True, env=env)
+        self.assertEqual(json.loads(r.stdout), info)
         self.assertIn("hello from import", r.stderr)
 
     def test_no_cookie(self):
