@@ -2,6 +2,7 @@ package acmepy_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,12 +28,15 @@ func verdict(ok bool) string {
 // BenchmarkStart is a Python plugin's start-up as hayloft sees it: from
 // exec of the pinned .pyz to its go-plugin handshake line (the interpreter,
 // grpc's import, the unix socket). Target: at most 150 ms. Beside it, the
-// same .pyz's `describe` (the interpreter, the SDK and the plugin's module,
-// without grpc) splits the figure into import and handshake.
+// same interpreter importing the SDK and the plugin's module from the .pyz
+// splits the figure into import and handshake, and the .pyz's `describe`
+// (stored at pack time) is what hayloft pays once before it.
 func BenchmarkStart(b *testing.B) {
 	pyz, _ := packOnce(b, ".", "acme")
+	py := python(b)
 	env := append(os.Environ(), "HAYLOFT_PLUGIN=4c1d0e5b-hayloft-plugin-1b7f", "PLUGIN_PROTOCOL_VERSIONS=1")
-	var describe time.Duration
+	importCode := fmt.Sprintf("import sys; sys.path.insert(0, %q); import hayloft_plugin._entry, acme", pyz)
+	var describe, imports time.Duration
 	b.ResetTimer()
 	for b.Loop() {
 		cmd := exec.Command(pyz, "start", "scorer", "numeric")
@@ -60,14 +64,20 @@ func BenchmarkStart(b *testing.B) {
 			b.Fatalf("describe: %v", err)
 		}
 		describe += time.Since(t)
+		t = time.Now()
+		if out, err := exec.Command(py, "-c", importCode).CombinedOutput(); err != nil {
+			b.Fatalf("import: %v\n%s", err, out)
+		}
+		imports += time.Since(t)
 		b.StartTimer()
 	}
-	start := b.Elapsed() / time.Duration(b.N)
-	imp := describe / time.Duration(b.N)
-	b.ReportMetric(float64(start.Microseconds())/1000, "ms/start")
-	b.ReportMetric(float64(imp.Microseconds())/1000, "ms/describe")
-	b.Logf("start-up to the handshake: %.0f ms (target <= %.0f ms): %s; of which import (describe: interpreter, SDK, module) %.0f ms, grpc and serving %.0f ms",
-		ms(start), ms(targetStart), verdict(start <= targetStart), ms(imp), ms(start-imp))
+	n := time.Duration(b.N)
+	start, imp, desc := b.Elapsed()/n, imports/n, describe/n
+	b.ReportMetric(ms(start), "ms/start")
+	b.ReportMetric(ms(imp), "ms/import")
+	b.ReportMetric(ms(desc), "ms/describe")
+	b.Logf("start-up to the handshake: %.0f ms (target <= %.0f ms): %s; of which the interpreter with the SDK and module imported %.0f ms, grpc and serving %.0f ms; describe (before it, once per run) %.0f ms",
+		ms(start), ms(targetStart), verdict(start <= targetStart), ms(imp), ms(start-imp), ms(desc))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
