@@ -108,10 +108,7 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
     done = threading.Event()
     server = grpc.server(
         ThreadPoolExecutor(max_workers=64, thread_name_prefix="hayloft-grpc"),
-        options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_SIZE),
-            ("grpc.max_send_message_length", MAX_MESSAGE_SIZE),
-        ],
+        options=_channel_options(),
     )
     state = State(plugin, log, kind, name)
     register(server, state)
