@@ -103,6 +103,40 @@ class EncodeTest(unittest.TestCase):
             _batch.encode_score(Score(value="1"), _wire._encode_map)
 
 
+class BrokerTest(unittest.TestCase):
+    def test_conn_info(self):
+        from hayloft_plugin._wire import _field_bytes
+        from hayloft_plugin.cache import Broker
+
+        b = Broker()
+        # ConnInfo{service_id, network, address, knock}: the knock (field 4)
+        # is for multiplexed brokers and ignored.
+        b.offer(b"\x08\x05" + _field_bytes(2, b"unix") + _field_bytes(3, b"/tmp/s5") + _field_bytes(4, b"\x08\x01"))
+        b.offer(b"\x08\x06" + _field_bytes(2, b"tcp") + _field_bytes(3, b"127.0.0.1:1234"))
+        b.offer(b"\x08\x07")  # no address: not an offer
+        self.assertEqual(b.address(6), ("tcp", "127.0.0.1:1234"))
+        self.assertEqual(b.address(5), ("unix", "/tmp/s5"))
+        with self.assertRaises(PluginError) as cm:
+            b.address(7, timeout=0.05)
+        self.assertIn("service 7", str(cm.exception))
+
+    def test_hashes_checked(self):
+        from hayloft_plugin.cache import EmbeddingCache
+
+        class Chan:
+            def unary_unary(self, *a, **k):
+                return lambda req: self.fail_if_called()
+
+            def close(self):
+                pass
+
+        c = EmbeddingCache(Chan())
+        with self.assertRaises(ValueError):
+            c.get_embeddings("e", [b"short"])
+        with self.assertRaises(ValueError):
+            c.put_embeddings("e", [b"x" * 32], [])
+
+
 class LazyTest(unittest.TestCase):
     def test_grpc_without_asyncio_until_used(self):
         code = """
