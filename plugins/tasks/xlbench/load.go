@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
 
 // maxLine bounds one JSONL line: a line may carry a whole document inline.
@@ -405,8 +407,8 @@ func (l *loader) longContext(docID, language string, raw []byte) (*Doc, error) {
 		}
 	}
 	// Decoded straight into the string that holds it: one allocation of
-	// the document, no scratch copy (see decodeString).
-	text, err := decodeString(raw)
+	// the document, no scratch copy (see jsonstr.Decode).
+	text, err := jsonstr.Decode(raw)
 	if err != nil {
 		return nil, fmt.Errorf(`field "context": %w`, err)
 	}

@@ -232,7 +232,7 @@ func TestBadLines(t *testing.T) {
 		{"bad examples", rec("x", "fiction", "question_answering", "en", "d", "examples", "no"), `"examples"`},
 		{"repeated id", rec("g", "fiction", "question_answering", "en", "d"), `id "g" repeats the id of `},
 		// A context long enough to be decoded outside encoding/json
-		// (decodeString) is refused alike.
+		// (jsonstr.Decode) is refused alike.
 		{"bad escape in a long context", `{"id":"x","scenario":"fiction","subtask":"question_answering","language":"en","doc_id":"e","question":"q","answer":"a","context":"` +
 			strings.Repeat("long ", 20_000) + `\q"}`, `field "context": invalid escape`},
 	}
