@@ -110,6 +110,12 @@ type Scorer interface {
 type ScoreRequest struct {
 	Sample     *Sample `json:"sample"`
 	Prediction string  `json:"prediction"`
+	// ForAggregate says the caller keeps only the response's Value,
+	// Invalid and Stats, to aggregate them (`hayloft score --aggregate`),
+	// and never shows its Details: a scorer whose aggregate reads no
+	// details (a StatsAggregator, or a scorer aggregated by the mean) may
+	// leave them out and save building them, once per sample.
+	ForAggregate bool `json:"for_aggregate,omitempty"`
 }
 
 // NeedTargets reports a request that a scorer comparing the prediction

@@ -13,12 +13,12 @@ import (
 // HAYLOFT_PLUGIN_CPUPROFILE names, beside those of the plugin processes, so
 // one run profiles the kernel and every component in the process each
 // really runs in (bench/throughput -profile). The returned func stops it.
-func startKernelProfile() (func(), error) {
+func startKernelProfile(cmd string) (func(), error) {
 	dir := os.Getenv(plugin.CPUProfileEnv)
 	if dir == "" {
 		return func() {}, nil
 	}
-	path := filepath.Join(dir, fmt.Sprintf("kernel-run-%d.pprof", os.Getpid()))
+	path := filepath.Join(dir, fmt.Sprintf("kernel-%s-%d.pprof", cmd, os.Getpid()))
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", plugin.CPUProfileEnv, err)

@@ -147,7 +147,7 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.host.Close()
-	stopProfile, err := startKernelProfile()
+	stopProfile, err := startKernelProfile("run")
 	if err != nil {
 		return err
 	}

@@ -188,6 +188,11 @@ func (e *cliEnv) cmdScore(ctx context.Context, args []string) error {
 		return &exitError{code: 2, err: err}
 	}
 	scoreGC()
+	stopProfile, err := startKernelProfile("score")
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	log := hclog.New(&hclog.LoggerOptions{Name: "hayloft", Level: hclog.Warn, Output: e.stderr})
 	host, err := newHost(os.Getenv("HAYLOFT_PLUGIN_DIR"), log, *inProcess, false)
 	if err != nil {

@@ -185,7 +185,7 @@ func read(ctx context.Context, sc sdk.Scorer, in io.Reader, opts Options, ordere
 			return fmt.Errorf("line %d: %w", lineNo, readErr)
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			it := parseLine(line, lineNo)
+			it := parseLine(line, lineNo, opts.Aggregate)
 			cur.items = append(cur.items, it)
 			size += len(line)
 			if it.err != nil && opts.OnError == OnErrorStop {
@@ -223,13 +223,13 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 // parseLine turns one input line into its score request.
-func parseLine(line []byte, lineNo int) *item {
+func parseLine(line []byte, lineNo int, aggregate bool) *item {
 	it := &item{lineNo: lineNo, line: line}
-	it.err = it.parse()
+	it.err = it.parse(aggregate)
 	return it
 }
 
-func (it *item) parse() error {
+func (it *item) parse(aggregate bool) error {
 	fields, err := parseObject(it.line)
 	if err != nil {
 		return err
@@ -273,7 +273,8 @@ func (it *item) parse() error {
 	if sample.ID == "" {
 		sample.ID = "line " + strconv.Itoa(it.lineNo)
 	}
-	it.req = sdk.ScoreRequest{Sample: sample, Prediction: pred}
+	// With aggregate the line's score is never written, only aggregated.
+	it.req = sdk.ScoreRequest{Sample: sample, Prediction: pred, ForAggregate: aggregate}
 	return nil
 }
 

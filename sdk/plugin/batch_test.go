@@ -127,6 +127,15 @@ type statsScorer struct{ lenScorer }
 
 func (statsScorer) AggregateReadsNoDetails() {}
 
+// Score leaves the details out of a score that is only aggregated.
+func (s statsScorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	resp, err := s.lenScorer.Score(ctx, req)
+	if err == nil && req.ForAggregate {
+		resp.Details = nil
+	}
+	return resp, err
+}
+
 func (statsScorer) Aggregate(_ context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
 	for _, s := range req.Scores {
 		if s.Details != nil || len(s.Stats) != 2 {
@@ -137,18 +146,26 @@ func (statsScorer) Aggregate(_ context.Context, req *sdk.AggregateRequest) (*sdk
 }
 
 // A StatsAggregator gets the scores' statistics but no decoded details; an
-// ordinary Aggregator (TestScoreBatch) gets both.
+// ordinary Aggregator (TestScoreBatch) gets both. ForAggregate reaches the
+// scorer over the wire, in a batch and in a single call, so a request only
+// aggregated comes back without details.
 func TestStatsAggregatorSkipsDetails(t *testing.T) {
 	set := sdk.NewSet("batchtest", "1.0.0")
 	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return statsScorer{}, nil })
 	conn, _ := serve(t, set, false)
 	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
-	results, err := sc.ScoreBatch(context.Background(), []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a"}, Prediction: "xy"}})
-	if err != nil || results[0].Err != nil || len(results[0].DetailsJSON) == 0 {
-		t.Fatalf("score: %+v, %v", results, err)
-	}
-	agg, err := sc.AggregateResults(context.Background(), results)
-	if err != nil || agg.N != 1 {
-		t.Fatalf("aggregate = %+v, %v", agg, err)
+	for _, forAgg := range []bool{false, true} {
+		results, err := sc.ScoreBatch(context.Background(), []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a"}, Prediction: "xy", ForAggregate: forAgg}})
+		if err != nil || results[0].Err != nil || (len(results[0].DetailsJSON) == 0) != forAgg || len(results[0].Response.Stats) != 2 {
+			t.Fatalf("for aggregate %v: score: %+v (%s), %v", forAgg, results, results[0].DetailsJSON, err)
+		}
+		one, err := sc.Score(context.Background(), &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "a"}, Prediction: "xy", ForAggregate: forAgg})
+		if err != nil || (one.Details == nil) != forAgg || one.Value != 2 {
+			t.Fatalf("for aggregate %v: single score = %+v, %v", forAgg, one, err)
+		}
+		agg, err := sc.AggregateResults(context.Background(), results)
+		if err != nil || agg.N != 1 {
+			t.Fatalf("aggregate = %+v, %v", agg, err)
+		}
 	}
 }

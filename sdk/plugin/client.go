@@ -281,7 +281,7 @@ func (s *ScorerClient) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.S
 	if err != nil {
 		return nil, err
 	}
-	p := &pb.ScoreRequest{Sample: smp, Prediction: req.Prediction}
+	p := &pb.ScoreRequest{Sample: smp, Prediction: req.Prediction, ForAggregate: req.ForAggregate}
 	r, err := s.mux.muxCall(ctx, &pb.Call{Request: &pb.Call_Score{Score: p}}, func() (*pb.Reply, error) {
 		resp, err := s.c.Score(ctx, p)
 		return &pb.Reply{Response: &pb.Reply_Score{Score: resp}}, err
@@ -353,7 +353,7 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 			results[i].Err = err
 			continue
 		}
-		p.Requests = append(p.Requests, &pb.ScoreRequest{Sample: smp, Prediction: r.Prediction})
+		p.Requests = append(p.Requests, &pb.ScoreRequest{Sample: smp, Prediction: r.Prediction, ForAggregate: r.ForAggregate})
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {

@@ -413,7 +413,7 @@ func (sc scorerServer) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.Sco
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp, err := c.(sdk.Scorer).Score(ctx, &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction()})
+	resp, err := c.(sdk.Scorer).Score(ctx, &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate()})
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -248,7 +248,11 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 		if err != nil {
 			return nil, fmt.Errorf("%s: sample %q: %w", Name, req.Sample.ID, err)
 		}
-		return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
+		resp := &sdk.ScoreResponse{Value: res.Score, Stats: st}
+		if !req.ForAggregate {
+			resp.Details = res.details()
+		}
+		return resp, nil
 	}
 	// sacrebleu: each segment is tokenized into the counter's buffers and
 	// its fields interned straight from them, one segment at a time.
@@ -262,7 +266,13 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 	c.ngrams(false)
 	st := c.hypStats()
 	res := compute(st, s.sentence)
-	return &sdk.ScoreResponse{Value: res.Score, Details: res.details(), Stats: st}, nil
+	resp := &sdk.ScoreResponse{Value: res.Score, Stats: st}
+	if !req.ForAggregate {
+		// Aggregate reads only Stats: a caller that only aggregates gets
+		// no details to build, encode and drop.
+		resp.Details = res.details()
+	}
+	return resp, nil
 }
 
 // corpusResult is the corpus score and details of summed statistics.

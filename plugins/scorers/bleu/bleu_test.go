@@ -151,6 +151,23 @@ func TestAggregateIsCorpusBLEU(t *testing.T) {
 	}
 }
 
+// A request only aggregated (ForAggregate) gets the same value and
+// statistics without the details, in both modes.
+func TestForAggregateLeavesDetailsOut(t *testing.T) {
+	refs := []string{"The cat is on the mat.", "There is a cat on the mat."}
+	for _, opts := range []map[string]any{{}, {"mode": "nltk", "smooth_method": "method1"}} {
+		s := newT(t, opts)
+		full := sentence(t, s, refs, "The cat sat on the mat.")
+		agg, err := s.Score(context.Background(), &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "s", Targets: refs}, Prediction: "The cat sat on the mat.", ForAggregate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Details == nil || agg.Details != nil || agg.Value != full.Value || fmt.Sprint(agg.Stats) != fmt.Sprint(full.Stats) {
+			t.Errorf("%v: for aggregate %+v, full %+v", opts, agg, full)
+		}
+	}
+}
+
 func TestNLTKScorerMatchesLibraryFunctions(t *testing.T) {
 	refs := []string{
 		"It is a guide to action that ensures that the military will forever heed Party commands",

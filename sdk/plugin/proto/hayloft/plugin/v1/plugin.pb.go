@@ -1463,9 +1463,12 @@ func (x *TokenizeResponse) GetTokenizer() string {
 }
 
 type ScoreRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Sample        *Sample                `protobuf:"bytes,1,opt,name=sample,proto3" json:"sample,omitempty"`
-	Prediction    string                 `protobuf:"bytes,2,opt,name=prediction,proto3" json:"prediction,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Sample     *Sample                `protobuf:"bytes,1,opt,name=sample,proto3" json:"sample,omitempty"`
+	Prediction string                 `protobuf:"bytes,2,opt,name=prediction,proto3" json:"prediction,omitempty"`
+	// for_aggregate: the caller keeps only value, invalid and stats (see
+	// sdk.ScoreRequest.ForAggregate); the scorer may leave the details out.
+	ForAggregate  bool `protobuf:"varint,3,opt,name=for_aggregate,json=forAggregate,proto3" json:"for_aggregate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1512,6 +1515,13 @@ func (x *ScoreRequest) GetPrediction() string {
 		return x.Prediction
 	}
 	return ""
+}
+
+func (x *ScoreRequest) GetForAggregate() bool {
+	if x != nil {
+		return x.ForAggregate
+	}
+	return false
 }
 
 type ScoreResponse struct {
@@ -2694,12 +2704,13 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x03ids\x18\x01 \x03(\x03R\x03ids\"e\n" +
 	"\x10TokenizeResponse\x123\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x1b.hayloft.plugin.v1.TokenIDsR\x06tokens\x12\x1c\n" +
-	"\ttokenizer\x18\x02 \x01(\tR\ttokenizer\"a\n" +
+	"\ttokenizer\x18\x02 \x01(\tR\ttokenizer\"\x86\x01\n" +
 	"\fScoreRequest\x121\n" +
 	"\x06sample\x18\x01 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\x12\x1e\n" +
 	"\n" +
 	"prediction\x18\x02 \x01(\tR\n" +
-	"prediction\"x\n" +
+	"prediction\x12#\n" +
+	"\rfor_aggregate\x18\x03 \x01(\bR\fforAggregate\"x\n" +
 	"\rScoreResponse\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x18\n" +
 	"\ainvalid\x18\x02 \x01(\bR\ainvalid\x12!\n" +
