@@ -6,21 +6,26 @@ import "math/bits"
 // first sight). It is an open-addressing hash table whose slots are marked
 // with a generation, so reset is O(1) and a pooled table is reused without
 // clearing: segment after segment, that is most of the cost a Go map would
-// add to n-gram counting.
+// add to n-gram counting. A slot holds its key, id and mark together, so a
+// probe reads one cache line, not one per field.
 type idTable struct {
-	keys []uint64
-	vals []uint32
-	gens []uint32
-	gen  uint32
-	n    int
-	bits uint
+	slots []idSlot
+	gen   uint32
+	n     int
+	bits  uint
+}
+
+type idSlot struct {
+	key uint64
+	val uint32
+	gen uint32
 }
 
 func (t *idTable) reset() {
 	t.gen++
 	t.n = 0
 	if t.gen == 0 { // wrapped: old marks could look current
-		clear(t.gens)
+		clear(t.slots)
 		t.gen = 1
 	}
 }
@@ -37,50 +42,53 @@ func (t *idTable) get(key uint64) (uint32, bool) {
 	if t.n == 0 {
 		return 0, false
 	}
-	mask := uint64(len(t.keys) - 1)
+	mask := uint64(len(t.slots) - 1)
 	for i := t.slot(key); ; i = (i + 1) & mask {
-		if t.gens[i] != t.gen {
+		s := &t.slots[i]
+		if s.gen != t.gen {
 			return 0, false
 		}
-		if t.keys[i] == key {
-			return t.vals[i], true
+		if s.key == key {
+			return s.val, true
 		}
 	}
 }
 
 // intern returns the id of key, assigning the next id if it is new.
 func (t *idTable) intern(key uint64) uint32 {
-	if 2*(t.n+1) > len(t.keys) {
+	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
-	mask := uint64(len(t.keys) - 1)
+	mask := uint64(len(t.slots) - 1)
 	for i := t.slot(key); ; i = (i + 1) & mask {
-		if t.gens[i] != t.gen {
-			t.keys[i], t.vals[i], t.gens[i] = key, uint32(t.n), t.gen
+		s := &t.slots[i]
+		if s.gen != t.gen {
+			*s = idSlot{key: key, val: uint32(t.n), gen: t.gen}
 			t.n++
-			return t.vals[i]
+			return s.val
 		}
-		if t.keys[i] == key {
-			return t.vals[i]
+		if s.key == key {
+			return s.val
 		}
 	}
 }
 
 // grow doubles the table (at least 64 slots) and reinserts live entries.
 func (t *idTable) grow() {
-	oldKeys, oldVals, oldGens, oldGen := t.keys, t.vals, t.gens, t.gen
-	size := max(64, 2*len(oldKeys))
-	t.keys, t.vals, t.gens = make([]uint64, size), make([]uint32, size), make([]uint32, size)
+	old, oldGen := t.slots, t.gen
+	size := max(64, 2*len(old))
+	t.slots = make([]idSlot, size)
 	t.bits = uint(bits.TrailingZeros(uint(size)))
 	t.gen = 1
 	mask := uint64(size - 1)
-	for j, g := range oldGens {
-		if g != oldGen || t.n == 0 {
+	for _, s := range old {
+		if s.gen != oldGen || t.n == 0 {
 			continue
 		}
-		for i := t.slot(oldKeys[j]); ; i = (i + 1) & mask {
-			if t.gens[i] != t.gen {
-				t.keys[i], t.vals[i], t.gens[i] = oldKeys[j], oldVals[j], t.gen
+		for i := t.slot(s.key); ; i = (i + 1) & mask {
+			if t.slots[i].gen != t.gen {
+				s.gen = t.gen
+				t.slots[i] = s
 				break
 			}
 		}

@@ -210,29 +210,38 @@ func (c *counter) text(text []byte, intern bool) {
 // ngrams fills c.ids[1:] from the unigram ids in c.ids[0]. With intern
 // false, n-grams never seen in a reference get -1.
 func (c *counter) ngrams(intern bool) {
+	uni := c.ids[0]
 	for k := 1; k < len(c.ids); k++ {
-		c.ids[k] = c.ids[k][:0]
-		prev, uni := c.ids[k-1], c.ids[0]
-		for i := 0; i+k < len(uni); i++ {
-			p, last := prev[i], uni[i+k]
-			if p < 0 || last < 0 {
-				c.ids[k] = append(c.ids[k], -1)
+		// Written by index into a slice of the final length: the branchy
+		// append per n-gram was most of this loop.
+		n := max(len(uni)-k, 0)
+		out := c.ids[k]
+		if cap(out) < n {
+			out = make([]int32, n, n+n/2)
+		}
+		out = out[:n]
+		if n == 0 {
+			c.ids[k] = out
+			continue
+		}
+		prev, last := c.ids[k-1][:n], uni[k:]
+		tab := &c.orders[k]
+		for i := range out {
+			p, l := prev[i], last[i]
+			if p < 0 || l < 0 {
+				out[i] = -1
 				continue
 			}
-			key := uint64(p)<<32 | uint64(last)
-			var id uint32
-			ok := true
+			key := uint64(p)<<32 | uint64(l)
 			if intern {
-				id = c.orders[k].intern(key)
+				out[i] = int32(tab.intern(key))
+			} else if id, ok := tab.get(key); ok {
+				out[i] = int32(id)
 			} else {
-				id, ok = c.orders[k].get(key)
-			}
-			if ok {
-				c.ids[k] = append(c.ids[k], int32(id))
-			} else {
-				c.ids[k] = append(c.ids[k], -1)
+				out[i] = -1
 			}
 		}
+		c.ids[k] = out
 	}
 }
 

@@ -93,21 +93,30 @@ func regexpRules(line string, pad bool) string {
 func (sc *scratch) rules(line string, pad bool) []byte {
 	// Rule 1: space out ASCII punctuation except ' , - . (a space, which
 	// the class also holds, is left single: only the field split sees it).
-	b := slicesGrow(sc.a[:0], len(line)+len(line)/2+16)
+	// The buffer is sized for the worst case (every byte spaced out) and
+	// written by index: an append per byte was most of this pass.
+	b := slicesGrow(sc.a[:0], 3*len(line)+2)
+	b = b[:cap(b)]
+	n := 0
 	if pad {
-		b = append(b, ' ')
+		b[n] = ' '
+		n++
 	}
 	for i := 0; i < len(line); i++ {
 		c := line[i]
 		if c != ' ' && rule1[c] {
-			b = append(b, ' ', c, ' ')
+			b[n], b[n+1], b[n+2] = ' ', c, ' '
+			n += 3
 		} else {
-			b = append(b, c)
+			b[n] = c
+			n++
 		}
 	}
 	if pad {
-		b = append(b, ' ')
+		b[n] = ' '
+		n++
 	}
+	b = b[:n]
 	// Rule 2: ([^0-9])([.,]) -> "\1 \2 ". Matches are found at their
 	// second character; i is the first byte not yet copied, and from the
 	// first position a match's second character may take (its first must
