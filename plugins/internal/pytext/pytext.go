@@ -65,6 +65,10 @@ func Fields(s string) []string {
 // asciiSpace marks the ASCII characters Python's str.split() splits on.
 var asciiSpace = [128]bool{' ': true, '\t': true, '\n': true, '\v': true, '\f': true, '\r': true, 0x1c: true, 0x1d: true, 0x1e: true, 0x1f: true}
 
+// IsSpaceASCII reports whether the ASCII byte c (c < utf8.RuneSelf) is one
+// str.split() splits on, for a caller scanning fields byte by byte.
+func IsSpaceASCII(c byte) bool { return asciiSpace[c&0x7f] }
+
 func spaceAt(s string, i int) (bool, int) {
 	if c := s[i]; c < utf8.RuneSelf {
 		return asciiSpace[c], 1

@@ -2,6 +2,7 @@ package bleu
 
 import (
 	"math"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/hayloft/hayloft/plugins/internal/intern"
@@ -185,6 +186,16 @@ func (c *counter) token(tok []byte, intern bool) {
 	}
 }
 
+// tokenHashed is token for a token whose hash the caller computed
+// (intern.HashStart, intern.HashByte).
+func (c *counter) tokenHashed(tok []byte, h uint32, add bool) {
+	if id, ok := c.vocab.LookupHashed(tok, h, add); ok {
+		c.ids[0] = append(c.ids[0], int32(id))
+	} else {
+		c.ids[0] = append(c.ids[0], -1)
+	}
+}
+
 // words sets c.ids[0] to the unigram ids of toks.
 func (c *counter) words(toks []string, intern bool) {
 	c.ids[0] = c.ids[0][:0]
@@ -195,14 +206,41 @@ func (c *counter) words(toks []string, intern bool) {
 
 // text sets c.ids[0] to the unigram ids of the fields of a tokenized
 // segment (Python's str.split()), without a string per field.
-func (c *counter) text(text []byte, intern bool) {
+func (c *counter) text(text []byte, add bool) {
 	c.ids[0] = c.ids[0][:0]
-	for i := 0; ; {
+	for i := 0; i < len(text); {
+		// ASCII fields are split and hashed in one pass; anything else
+		// (a non-ASCII byte, which may be Unicode whitespace) takes
+		// pytext.NextField from where this field's search began.
+		j := i
+		for j < len(text) && text[j] < utf8.RuneSelf && pytext.IsSpaceASCII(text[j]) {
+			j++
+		}
+		start, h, ascii := j, intern.HashStart, true
+		for ; j < len(text); j++ {
+			b := text[j]
+			if b >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+			if pytext.IsSpaceASCII(b) {
+				break
+			}
+			h = intern.HashByte(h, b)
+		}
+		if ascii {
+			if start == j {
+				return
+			}
+			c.tokenHashed(text[start:j], h, add)
+			i = j
+			continue
+		}
 		start, end := pytext.NextField(text, i)
 		if start == end {
 			return
 		}
-		c.token(text[start:end], intern)
+		c.token(text[start:end], add)
 		i = end
 	}
 }
