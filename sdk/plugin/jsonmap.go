@@ -89,6 +89,12 @@ func appendJSONArray[T any](b []byte, v []T, elem func([]byte, T) ([]byte, bool)
 // false for NaN and ±Inf, which JSON cannot hold. It is here for hosts that
 // write scores as JSON at the rate plugins produce them.
 func AppendJSONFloat(b []byte, f float64) ([]byte, bool) {
+	// Whole numbers below 2^53 (counts, lengths: most of a score's
+	// numbers) print as their integer, which AppendInt writes without the
+	// shortest-digits search; -0 keeps its sign the slow way.
+	if i := int64(f); float64(i) == f && i > -1<<53 && i < 1<<53 && (i != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(b, i, 10), true
+	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return b, false
 	}

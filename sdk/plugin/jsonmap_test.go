@@ -35,6 +35,27 @@ func TestAppendJSONMapMatchesMarshal(t *testing.T) {
 	}
 }
 
+// Whole numbers, where AppendJSONFloat takes its integer path, and the
+// edges of that path (2^53, -0, beyond int64).
+func TestAppendJSONFloatWhole(t *testing.T) {
+	fs := []float64{0, math.Copysign(0, -1), 1e15, 1e16, 1e20, 1e21, -1e21, 1 << 62, 1 << 63, -(1 << 63), 1e300}
+	for i := range 100000 {
+		fs = append(fs, float64(i), -float64(i))
+	}
+	for e := range 64 {
+		for d := -3.0; d <= 3; d++ {
+			fs = append(fs, math.Ldexp(1, e)+d, -math.Ldexp(1, e)-d)
+		}
+	}
+	for _, f := range fs {
+		want, err := json.Marshal(f)
+		got, ok := AppendJSONFloat(nil, f)
+		if err != nil || !ok || string(got) != string(want) {
+			t.Fatalf("%v: got %s (%v), want %s (%v)", f, got, ok, want, err)
+		}
+	}
+}
+
 // Floats of every magnitude, from random bit patterns.
 func TestAppendJSONFloatRandom(t *testing.T) {
 	x := uint64(88172645463325252)
