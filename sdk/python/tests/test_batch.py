@@ -46,8 +46,14 @@ class DecodeTest(unittest.TestCase):
         # FULL must set every field of pb.Sample.
         p = _wire.sample_to_pb(FULL)
         self.assertEqual({f.name for f, _ in p.ListFields()}, {f.name for f in pb.Sample.DESCRIPTOR.fields})
-        self.assertEqual({f.name: f.number for f in pb.ScoreRequest.DESCRIPTOR.fields}, {"sample": 1, "prediction": 2})
+        # for_aggregate (3) is a hint this decoder skips on purpose (see
+        # decode_score_batch); test_for_aggregate_is_skipped holds it to that.
+        self.assertEqual({f.name: f.number for f in pb.ScoreRequest.DESCRIPTOR.fields}, {"sample": 1, "prediction": 2, "for_aggregate": 3})
         self.assertEqual({f.name: f.number for f in pb.ScoreBatchRequest.DESCRIPTOR.fields}, {"requests": 1})
+
+    def test_for_aggregate_is_skipped(self):
+        raw = batch(pb.ScoreRequest(sample=pb.Sample(id="a"), prediction="p", for_aggregate=True), pb.ScoreRequest(prediction="q"))
+        self.assertEqual([(s.id, p) for s, p in self.decode(raw)], [("a", "p"), ("", "q")])
 
     def test_fresh_lists_per_sample(self):
         raw = batch(pb.ScoreRequest(sample=pb.Sample(id="a")), pb.ScoreRequest(sample=pb.Sample(id="b")))
