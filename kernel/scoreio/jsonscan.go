@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
 
 // The input is scanned by hand rather than through encoding/json's Decoder:
@@ -344,98 +344,18 @@ var strStop = func() (t [256]bool) {
 // decodeString decodes a validated JSON string (quotes included) as
 // encoding/json does. Plain strings share the line's memory; strings with
 // escapes or invalid UTF-8 (which encoding/json replaces by U+FFFD) are
-// unquoted here, by encoding/json's rules.
+// unquoted by encoding/json's rules (sdk/jsonstr).
 func decodeString(raw []byte) (string, error) {
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return unsafeString(inner), nil
 	}
-	if s, ok := unquote(inner); ok {
-		return s, nil
+	if b, err := jsonstr.Append(make([]byte, 0, len(inner)+2*utf8.UTFMax), inner); err == nil {
+		return unsafeString(b), nil
 	}
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err
-}
-
-// unquote is encoding/json's unquoting of a string's inside: the escapes
-// decoded, a \u surrogate pair joined, a lone surrogate and each byte of
-// invalid UTF-8 replaced by U+FFFD. ok is false for what a validated string
-// cannot hold (a bad escape, a quote or control character).
-func unquote(s []byte) (string, bool) {
-	b := make([]byte, 0, len(s)+2*utf8.UTFMax)
-	for r := 0; r < len(s); {
-		switch c := s[r]; {
-		case c == '\\':
-			if r+1 >= len(s) {
-				return "", false
-			}
-			switch s[r+1] {
-			case '"', '\\', '/', '\'':
-				b = append(b, s[r+1])
-				r += 2
-			case 'b':
-				b, r = append(b, '\b'), r+2
-			case 'f':
-				b, r = append(b, '\f'), r+2
-			case 'n':
-				b, r = append(b, '\n'), r+2
-			case 'r':
-				b, r = append(b, '\r'), r+2
-			case 't':
-				b, r = append(b, '\t'), r+2
-			case 'u':
-				rr := getu4(s[r:])
-				if rr < 0 {
-					return "", false
-				}
-				r += 6
-				if utf16.IsSurrogate(rr) {
-					if dec := utf16.DecodeRune(rr, getu4(s[r:])); dec != unicode.ReplacementChar {
-						b = utf8.AppendRune(b, dec)
-						r += 6
-						break
-					}
-					rr = unicode.ReplacementChar
-				}
-				b = utf8.AppendRune(b, rr)
-			default:
-				return "", false
-			}
-		case c == '"', c < ' ':
-			return "", false
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			r++
-		default:
-			rr, size := utf8.DecodeRune(s[r:])
-			r += size
-			b = utf8.AppendRune(b, rr)
-		}
-	}
-	return unsafeString(b), true
-}
-
-// getu4 decodes \uXXXX at the start of s, or returns -1.
-func getu4(s []byte) rune {
-	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range s[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			c = c - '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
 }
 
 // keyOut is the key as json.Marshal writes it: the raw key when it holds
