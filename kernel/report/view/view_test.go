@@ -52,14 +52,36 @@ func TestViewServesReadOnlyAndEscaped(t *testing.T) {
 	}
 }
 
+// A run whose rows journaled their aggregates is drawn from them and its
+// first samples, the rest fetched by the page; one without (a journal
+// before schema 2) is drawn whole. Both pages pass the same checks.
 func TestViewInChromium(t *testing.T) {
-	st, id, hostileID := reporttest.Fixture(t)
-	srv := httptest.NewServer(view.New(st))
-	defer srv.Close()
-	b := browsertest.New(t)
-	browsertest.CheckPage(t, b, srv.URL+"/run/"+id, hostileID, "view.png")
-	if f := b.ForeignRequests(srv.URL + "/"); len(f) > 0 {
-		t.Errorf("requests left the page: %q", f)
+	for _, tc := range []struct {
+		name      string
+		aggregate bool
+		shot      string
+	}{
+		{"first page then the rest", true, "view.png"},
+		{"drawn whole", false, "view-whole.png"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, id, hostileID := reporttest.Fixture(t)
+			if tc.aggregate {
+				if err := reporttest.Aggregate(context.Background(), st, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := httptest.NewServer(view.New(st))
+			defer srv.Close()
+			if _, page := get(t, srv.URL+"/run/"+id); strings.Contains(page, `"partial":true`) != tc.aggregate {
+				t.Fatalf("partial index: %t, want %t", !tc.aggregate, tc.aggregate)
+			}
+			b := browsertest.New(t)
+			browsertest.CheckPage(t, b, srv.URL+"/run/"+id, hostileID, tc.shot)
+			if f := b.ForeignRequests(srv.URL + "/"); len(f) > 0 {
+				t.Errorf("requests left the page: %q", f)
+			}
+		})
 	}
 }
 
