@@ -224,20 +224,14 @@ func (p *page) evals() {
 			shown, failed = f.Shown[ev.Name], f.Failed[ev.Name]
 		}
 		p.printf(`<p class="counts">%d samples · %d failed</p>`, shown, failed)
-		p.raw(`<table class="metrics"><thead><tr><th>scorer</th><th>value</th><th>95% CI</th><th>n</th><th>invalid</th></tr></thead><tbody>`)
+		if p.pending(ev) {
+			p.printf(`<div class="hl-later" id="hl-metrics-%d"></div>`, k)
+		} else {
+			p.raw(metricsTable(ev))
+		}
 		for _, m := range ev.Metrics {
 			recomputed = recomputed || m.Recomputed
-			val := report.Missing
-			if m.N > 0 {
-				val = fmt.Sprintf("%.3f", m.Value)
-				if m.Recomputed {
-					val += "<sup>†</sup>"
-				}
-			}
-			p.printf(`<tr><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td><td class="num">%d</td></tr>`,
-				esc(m.Scorer), val, ci(m), m.N, m.Invalid)
 		}
-		p.raw(`</tbody></table>`)
 		grid, plot := figures(ev)
 		if p.opts.First != nil {
 			grid = fmt.Sprintf(`<div class="hl-later" id="hl-grid-%d"></div>`, k)
@@ -259,10 +253,40 @@ func (p *page) evals() {
 		p.raw(plot)
 		p.raw("</article>\n")
 	}
-	if recomputed {
-		p.raw(`<p class="note">† Recomputed from the journaled sample scores as plain means with a seeded 95% bootstrap CI; a scorer with its own aggregate (F1 over a corpus, Counting-Stars' cell mean) may report a different value in the run's summary.</p>`)
+	if p.opts.First != nil && len(p.opts.First.Pending) > 0 {
+		p.raw(`<div class="hl-later" id="hl-note"></div>`)
+	} else if recomputed {
+		p.raw(recomputedNote)
 	}
 	p.raw("</section>\n")
+}
+
+// recomputedNote explains the † of metrics recomputed from sample scores.
+const recomputedNote = `<p class="note">† Recomputed from the journaled sample scores as plain means with a seeded 95% bootstrap CI; a scorer with its own aggregate (F1 over a corpus, Counting-Stars' cell mean) may report a different value in the run's summary.</p>`
+
+// pending: the page is drawn from journal.LoadFirst and ev's metrics are
+// recomputed from every sample later.
+func (p *page) pending(ev *journal.Eval) bool {
+	return p.opts.First != nil && p.opts.First.Pending[ev.Name]
+}
+
+// metricsTable is an eval's metrics with n, invalid and CIs.
+func metricsTable(ev *journal.Eval) string {
+	var b strings.Builder
+	b.WriteString(`<table class="metrics"><thead><tr><th>scorer</th><th>value</th><th>95% CI</th><th>n</th><th>invalid</th></tr></thead><tbody>`)
+	for _, m := range ev.Metrics {
+		val := report.Missing
+		if m.N > 0 {
+			val = fmt.Sprintf("%.3f", m.Value)
+			if m.Recomputed {
+				val += "<sup>†</sup>"
+			}
+		}
+		fmt.Fprintf(&b, `<tr><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td><td class="num">%d</td></tr>`,
+			esc(m.Scorer), val, ci(m), m.N, m.Invalid)
+	}
+	b.WriteString(`</tbody></table>`)
+	return b.String()
 }
 
 // figures are an eval's length × depth heatmaps and its score-against-length
@@ -294,10 +318,21 @@ func figures(ev *journal.Eval) (grid, plot string) {
 // for the server to fill, by element ID, drawn from the whole run as a page
 // without First draws them.
 func Later(run *journal.Run) map[string]string {
-	out := map[string]string{"hl-ids": identities(run)}
+	out := map[string]string{"hl-ids": identities(run), "hl-note": ""}
 	for k, ev := range run.Evals {
 		out[fmt.Sprintf("hl-grid-%d", k)], out[fmt.Sprintf("hl-plot-%d", k)] = figures(ev)
+		out[fmt.Sprintf("hl-metrics-%d", k)] = metricsTable(ev)
+		for _, m := range ev.Metrics {
+			if m.Recomputed {
+				out["hl-note"] = recomputedNote
+			}
+		}
 	}
+	var b strings.Builder
+	p := &page{w: bufio.NewWriter(&b), run: run}
+	p.ablation()
+	p.w.Flush()
+	out["hl-ablation"] = b.String()
 	return out
 }
 
@@ -305,6 +340,11 @@ func Later(run *journal.Run) map[string]string {
 // retriever, each metric per retriever and its difference from the
 // full-context row.
 func (p *page) ablation() {
+	if p.opts.First != nil && len(p.opts.First.Pending) > 0 {
+		// Some metrics are recomputed from every sample later.
+		p.raw(`<div class="hl-later" id="hl-ablation"></div>`)
+		return
+	}
 	type key struct{ base, model string }
 	groups := map[key][]*journal.Eval{}
 	var order []key

@@ -332,6 +332,10 @@ type First struct {
 	// Shown and Failed are each eval's counts by journal name, as a full
 	// load has them: len(Samples)-Failed and Failed.
 	Shown, Failed map[string]int
+	// Pending names the evals with no journaled aggregate (a row still
+	// running, a journal before schema 2): their metrics are recomputed
+	// from every sample, so LoadFirst leaves them unset.
+	Pending map[string]bool
 }
 
 // errPageFull stops reading an eval's samples once the page has them.
@@ -342,18 +346,17 @@ var errPageFull = errors.New("page full")
 // metrics and tables from their journaled aggregates, their counts from
 // SQL, and the first page samples of the index's order (evals in turn,
 // each in LoadIndex's order) with their scores' values. Identity, Lengths
-// and Depths are left unset: they need every sample. ok is false when an
-// eval has no journaled aggregate (a row still running, a journal before
-// schema 2): its metrics are recomputed from every sample, so the caller
-// loads the run whole.
-func LoadFirst(ctx context.Context, st *store.Store, runID string, page int) (run *Run, first *First, ok bool, err error) {
-	first = &First{Shown: map[string]int{}, Failed: map[string]int{}}
-	ok = true
-	run, err = loadWith(ctx, st, runID, nil, func(ev *Eval) error {
+// and Depths are left unset: they need every sample, and so do the metrics
+// of an eval without a journaled aggregate (listed in First.Pending).
+func LoadFirst(ctx context.Context, st *store.Store, runID string, page int) (*Run, *First, error) {
+	first := &First{Shown: map[string]int{}, Failed: map[string]int{}, Pending: map[string]bool{}}
+	run, err := loadWith(ctx, st, runID, nil, func(ev *Eval) error {
 		journaled, err := loadMetrics(ctx, st, runID, ev)
-		if err != nil || !journaled {
-			ok = false
+		if err != nil {
 			return err
+		}
+		if !journaled {
+			first.Pending[ev.Name] = true
 		}
 		rows, failed, lone, err := st.EvalCounts(ctx, runID, ev.Name)
 		if err != nil {
@@ -389,10 +392,10 @@ func LoadFirst(ctx context.Context, st *store.Store, runID string, page int) (ru
 		}
 		return nil
 	})
-	if err != nil || !ok {
-		return nil, nil, false, err
+	if err != nil {
+		return nil, nil, err
 	}
-	return run, first, true, nil
+	return run, first, nil
 }
 
 // newSample is the index entry of a sample position.

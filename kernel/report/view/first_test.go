@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"strings"
 	"testing"
 
 	reporthtml "github.com/hayloft/hayloft/kernel/report/html"
@@ -42,6 +41,8 @@ func samples(k, n int) []reporttest.Sample {
 	return out
 }
 
+var hlLater = regexp.MustCompile(`<div class="hl-later" id="([^"]+)"></div>`)
+
 var hlIndex = regexp.MustCompile(`(?s)<script type="application/json" id="hl-index">(.*?)</script>`)
 
 // The page the view answers first, from the journaled aggregates, counts
@@ -50,12 +51,16 @@ var hlIndex = regexp.MustCompile(`(?s)<script type="application/json" id="hl-ind
 // whole one, and the first page's is its head.
 func TestViewFirstPageIsTheWholePage(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		sizes []int
+		name      string
+		sizes     []int
+		aggregate bool // else the metrics are recomputed, fetched later
+		running   bool
 	}{
-		{"one eval longer than a page", []int{230}},
-		{"a page across evals", []int{30, 40, 90}},
-		{"fewer samples than a page", []int{12, 5}},
+		{"one eval longer than a page", []int{230}, true, false},
+		{"a page across evals", []int{30, 40, 90}, true, false},
+		{"fewer samples than a page", []int{12, 5}, true, false},
+		{"no aggregates journaled", []int{30, 140}, false, false},
+		{"running, with a retriever", []int{60, 60}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -66,14 +71,21 @@ func TestViewFirstPageIsTheWholePage(t *testing.T) {
 			defer st.Close()
 			var evs []reporttest.Eval
 			for k, n := range tc.sizes {
-				evs = append(evs, reporttest.Eval{Base: fmt.Sprintf("needle%d", k), Model: "model.test.a", Scorers: []string{"niah", "other"}, Samples: samples(k, n)})
+				ev := reporttest.Eval{Base: fmt.Sprintf("needle%d", k), Model: "model.test.a", Scorers: []string{"niah", "other"}, Samples: samples(k, n)}
+				if tc.running && k == 1 {
+					// The same eval and model through a retriever: an ablation.
+					ev.Base, ev.Retriever = evs[0].Base, "retriever.bm25.r"
+				}
+				evs = append(evs, ev)
 			}
-			id, err := reporttest.Write(ctx, st, reporttest.Run{ConfigPath: "c.hcl", Evals: evs})
+			id, err := reporttest.Write(ctx, st, reporttest.Run{ConfigPath: "c.hcl", Evals: evs, Running: tc.running})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := reporttest.Aggregate(ctx, st, id); err != nil {
-				t.Fatal(err)
+			if tc.aggregate {
+				if err := reporttest.Aggregate(ctx, st, id); err != nil {
+					t.Fatal(err)
+				}
 			}
 			srv := httptest.NewServer(view.New(st))
 			defer srv.Close()
@@ -137,14 +149,14 @@ func TestViewFirstPageIsTheWholePage(t *testing.T) {
 
 			// With the fetched parts in their places, the rest of the page is
 			// the whole one.
-			filled := first
-			for place, h := range rest.Later {
-				empty := `<div class="hl-later" id="` + place + `"></div>`
-				if !strings.Contains(filled, empty) {
-					t.Fatalf("the first page has no place %s", place)
+			filled := hlLater.ReplaceAllStringFunc(first, func(place string) string {
+				id := hlLater.FindStringSubmatch(place)[1]
+				h, ok := rest.Later[id]
+				if !ok {
+					t.Errorf("/api/rest has nothing for the page's place %s", id)
 				}
-				filled = strings.Replace(filled, empty, h, 1)
-			}
+				return h
+			})
 			strip := func(s string) string { return hlIndex.ReplaceAllString(s, "") }
 			if a, b := strip(filled), strip(whole.String()); a != b {
 				i := 0

@@ -201,21 +201,14 @@ func (s *Server) page(ctx context.Context, id string) ([]byte, error) {
 
 // draw draws a run's page from its journaled aggregates, counts and first
 // samples (journal.LoadFirst), which it reads in milliseconds at any size;
-// the page fetches the rest (/api/rest). A run with an eval that has no
-// journaled aggregate yet is drawn whole.
+// the page fetches the rest (/api/rest).
 func (s *Server) draw(ctx context.Context, id, prog string) ([]byte, error) {
-	opts := reporthtml.Options{Live: true, Progress: prog}
-	run, first, ok, err := journal.LoadFirst(ctx, s.st, id, firstPage)
+	run, first, err := journal.LoadFirst(ctx, s.st, id, firstPage)
 	if err != nil {
 		return nil, err
 	}
-	if ok {
-		opts.First = first
-	} else if run, err = journal.LoadIndex(ctx, s.st, id, nil); err != nil {
-		return nil, err
-	}
 	var b bytes.Buffer
-	if err := reporthtml.Write(ctx, &b, s.st, run, opts); err != nil {
+	if err := reporthtml.Write(ctx, &b, s.st, run, reporthtml.Options{Live: true, Progress: prog, First: first}); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
