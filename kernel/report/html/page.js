@@ -203,16 +203,18 @@
     // The live view sent the list's first page and the run's counts; the
     // whole index and the figures drawn from every sample follow. The
     // first page shows meanwhile unless the address asks for more.
-    if (page === 0 && selected < 0 && fields.every((f) => !state.has(f))) {
+    // (The scorer only picks the score column: a reload keeps it.)
+    if (page === 0 && selected < 0 && fields.every((f) => f === "scorer" || !state.has(f))) {
       matches = idx.id.map((_, k) => k);
       fill($("f-scorer"), idx.scorers);
+      if (state.has("scorer")) $("f-scorer").value = state.get("scorer");
       render();
     }
     body.dataset.first = "1";
     (async () => {
       let rest;
       try {
-        const r = await fetch("/api/rest?run=" + encodeURIComponent(run) + "&progress=" + encodeURIComponent(body.dataset.progress));
+        const r = await fetch("/api/rest?run=" + encodeURIComponent(run));
         if (!r.ok) throw new Error(await r.text());
         rest = await r.json();
       } catch (e) {

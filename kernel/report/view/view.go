@@ -218,14 +218,13 @@ func (s *Server) draw(ctx context.Context, id, prog string) ([]byte, error) {
 // whole sample index the list filters, and the parts drawn from every
 // sample (reporthtml.Later), as JSON.
 func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	id, prog := q.Get("run"), q.Get("progress")
-	if prog == "" {
-		var err error
-		if prog, err = s.progressOf(r.Context(), id); err != nil {
-			fail(w, err)
-			return
-		}
+	// Drawn for the journal's state now, as the page was (a page drawn
+	// earlier reloads when the progress moves on).
+	id := r.URL.Query().Get("run")
+	prog, err := s.progressOf(r.Context(), id)
+	if err != nil {
+		fail(w, err)
+		return
 	}
 	out, err := s.rests.get(r.Context(), id, prog, func(ctx context.Context) ([]byte, error) { return s.drawRest(ctx, id) })
 	if err != nil {
