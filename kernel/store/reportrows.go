@@ -384,3 +384,22 @@ func (s *Store) ResponseIdentity(ctx context.Context, key string) (ModelIdentity
 	}
 	return id, true, nil
 }
+
+// EvalCounts counts one eval's sample rows, its failures, and those of its
+// failures that have no sample row (lone), without reading the rows: what
+// a page about the eval says before its samples are read.
+func (s *Store) EvalCounts(ctx context.Context, runID, evalName string) (rows, failed, lone int, err error) {
+	if err := s.flush(ctx); err != nil {
+		return 0, 0, 0, fmt.Errorf("counts of %s/%s: %w", runID, evalName, err)
+	}
+	err = s.db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM samples WHERE run_id = $1 AND eval_name = $2),
+		(SELECT count(*) FROM failures WHERE run_id = $1 AND eval_name = $2),
+		(SELECT count(*) FROM failures f WHERE f.run_id = $1 AND f.eval_name = $2 AND NOT EXISTS
+			(SELECT 1 FROM samples s WHERE s.run_id = f.run_id AND s.eval_name = f.eval_name AND s.sample_id = f.sample_id))`,
+		runID, evalName).Scan(&rows, &failed, &lone)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("counts of %s/%s: %w", runID, evalName, err)
+	}
+	return rows, failed, lone, nil
+}

@@ -19,6 +19,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hayloft/hayloft/kernel/report"
@@ -53,6 +54,12 @@ type Options struct {
 	// Progress is the live view's token for the journal's state the page
 	// was drawn from; the page reloads when the server's changes.
 	Progress string
+	// First draws the live view's page from journal.LoadFirst: the counts
+	// from it, the run's first samples in the list, and the parts that
+	// need every sample (model identities, length × depth heatmaps,
+	// score-against-length plots, the whole index) left as places the
+	// page fills from the server (Later, WriteIndex: /api/rest).
+	First *journal.First
 }
 
 // Defaults of Options.
@@ -162,7 +169,22 @@ func (p *page) header() {
 		item("kernel overhead", esc(fmt.Sprintf("%.0f µs/sample", oh)))
 	}
 	p.raw(`</dl>`)
-	// Each model's identity: what answered, as journaled with its answers.
+	if p.opts.First != nil {
+		p.raw(`<div class="hl-later" id="hl-ids"></div>`)
+	} else {
+		p.raw(identities(r))
+	}
+	if r.ConfigText != "" {
+		p.printf(`<details><summary>config as run</summary><pre>%s</pre></details>`, esc(r.ConfigText))
+	}
+	p.raw("</header>\n")
+}
+
+// identities is the table of each model's identity: what answered, as
+// journaled with its answers.
+func identities(r *journal.Run) string {
+	var b strings.Builder
+	p := &page{w: bufio.NewWriter(&b)}
 	seen := map[string]bool{}
 	p.raw(`<table class="ids"><thead><tr><th>model</th><th>component</th><th>server model</th><th>endpoint</th><th>params</th></tr></thead><tbody>`)
 	for _, ev := range r.Evals {
@@ -180,10 +202,8 @@ func (p *page) header() {
 			esc(ev.Model), esc(id.Plugin), esc(id.Component), esc(id.PluginVersion), esc(id.Model), esc(id.Endpoint), esc(string(params)))
 	}
 	p.raw(`</tbody></table>`)
-	if r.ConfigText != "" {
-		p.printf(`<details><summary>config as run</summary><pre>%s</pre></details>`, esc(r.ConfigText))
-	}
-	p.raw("</header>\n")
+	p.w.Flush()
+	return b.String()
 }
 
 func ci(m journal.Metric) string {
@@ -196,33 +216,28 @@ func ci(m journal.Metric) string {
 func (p *page) evals() {
 	p.raw(`<section id="evals"><h2>Evals</h2>`)
 	recomputed := false
-	for _, ev := range p.run.Evals {
+	for k, ev := range p.run.Evals {
 		p.printf(`<article class="eval" data-eval="%s"><h3>%s <small>%s · %s · retriever %s</small></h3>`,
 			esc(ev.Name), esc(ev.Base), esc(ev.Task), esc(ev.Model), esc(ev.RetrieverName()))
-		p.printf(`<p class="counts">%d samples · %d failed</p>`, len(ev.Samples)-ev.Failed, ev.Failed)
-		p.raw(`<table class="metrics"><thead><tr><th>scorer</th><th>value</th><th>95% CI</th><th>n</th><th>invalid</th></tr></thead><tbody>`)
+		shown, failed := len(ev.Samples)-ev.Failed, ev.Failed
+		if f := p.opts.First; f != nil {
+			shown, failed = f.Shown[ev.Name], f.Failed[ev.Name]
+		}
+		p.printf(`<p class="counts">%d samples · %d failed</p>`, shown, failed)
+		if p.pending(ev) {
+			p.printf(`<div class="hl-later" id="hl-metrics-%d"></div>`, k)
+		} else {
+			p.raw(metricsTable(ev))
+		}
 		for _, m := range ev.Metrics {
 			recomputed = recomputed || m.Recomputed
-			val := report.Missing
-			if m.N > 0 {
-				val = fmt.Sprintf("%.3f", m.Value)
-				if m.Recomputed {
-					val += "<sup>†</sup>"
-				}
-			}
-			p.printf(`<tr><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td><td class="num">%d</td></tr>`,
-				esc(m.Scorer), val, ci(m), m.N, m.Invalid)
 		}
-		p.raw(`</tbody></table>`)
-		if len(ev.Lengths) >= 2 && len(ev.Depths) >= 2 {
-			for i, name := range ev.Scorers {
-				cells := ev.Grid(i)
-				if len(cells) == 0 {
-					continue
-				}
-				p.printf(`<figure><figcaption>%s: length × depth</figcaption>%s</figure>`, esc(name), Heatmap(cells, ev.Lengths, ev.Depths, name))
-			}
+		grid, plot := figures(ev)
+		if p.opts.First != nil {
+			grid = fmt.Sprintf(`<div class="hl-later" id="hl-grid-%d"></div>`, k)
+			plot = fmt.Sprintf(`<div class="hl-later" id="hl-plot-%d"></div>`, k)
 		}
+		p.raw(grid)
 		// Heatmaps the scorers drew from their own grid (Counting-Stars'
 		// counting index × length).
 		for _, m := range ev.Metrics {
@@ -235,27 +250,101 @@ func (p *page) evals() {
 				p.printf(`<figure class="scorer-heatmap" data-heatmap="%s"><figcaption>%s</figcaption>%s</figure>`, esc(h.ID), esc(h.Title), FigureHeatmap(h))
 			}
 		}
-		if len(ev.Lengths) >= 2 {
-			series := map[string][]journal.Cell{}
-			for i, name := range ev.Scorers {
-				series[name] = ev.ByLength(i)
-			}
-			if svg := LengthPlot(series, ev.Scorers); svg != "" {
-				p.printf(`<figure><figcaption>score against context length</figcaption>%s</figure>`, svg)
-			}
-		}
+		p.raw(plot)
 		p.raw("</article>\n")
 	}
-	if recomputed {
-		p.raw(`<p class="note">† Recomputed from the journaled sample scores as plain means with a seeded 95% bootstrap CI; a scorer with its own aggregate (F1 over a corpus, Counting-Stars' cell mean) may report a different value in the run's summary.</p>`)
+	if p.opts.First != nil && len(p.opts.First.Pending) > 0 {
+		p.raw(`<div class="hl-later" id="hl-note"></div>`)
+	} else if recomputed {
+		p.raw(recomputedNote)
 	}
 	p.raw("</section>\n")
+}
+
+// recomputedNote explains the † of metrics recomputed from sample scores.
+const recomputedNote = `<p class="note">† Recomputed from the journaled sample scores as plain means with a seeded 95% bootstrap CI; a scorer with its own aggregate (F1 over a corpus, Counting-Stars' cell mean) may report a different value in the run's summary.</p>`
+
+// pending: the page is drawn from journal.LoadFirst and ev's metrics are
+// recomputed from every sample later.
+func (p *page) pending(ev *journal.Eval) bool {
+	return p.opts.First != nil && p.opts.First.Pending[ev.Name]
+}
+
+// metricsTable is an eval's metrics with n, invalid and CIs.
+func metricsTable(ev *journal.Eval) string {
+	var b strings.Builder
+	b.WriteString(`<table class="metrics"><thead><tr><th>scorer</th><th>value</th><th>95% CI</th><th>n</th><th>invalid</th></tr></thead><tbody>`)
+	for _, m := range ev.Metrics {
+		val := report.Missing
+		if m.N > 0 {
+			val = fmt.Sprintf("%.3f", m.Value)
+			if m.Recomputed {
+				val += "<sup>†</sup>"
+			}
+		}
+		fmt.Fprintf(&b, `<tr><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td><td class="num">%d</td></tr>`,
+			esc(m.Scorer), val, ci(m), m.N, m.Invalid)
+	}
+	b.WriteString(`</tbody></table>`)
+	return b.String()
+}
+
+// figures are an eval's length × depth heatmaps and its score-against-length
+// plot, drawn from every sample.
+func figures(ev *journal.Eval) (grid, plot string) {
+	var b strings.Builder
+	if len(ev.Lengths) >= 2 && len(ev.Depths) >= 2 {
+		for i, name := range ev.Scorers {
+			cells := ev.Grid(i)
+			if len(cells) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, `<figure><figcaption>%s: length × depth</figcaption>%s</figure>`, esc(name), Heatmap(cells, ev.Lengths, ev.Depths, name))
+		}
+	}
+	if len(ev.Lengths) >= 2 {
+		series := map[string][]journal.Cell{}
+		for i, name := range ev.Scorers {
+			series[name] = ev.ByLength(i)
+		}
+		if svg := LengthPlot(series, ev.Scorers); svg != "" {
+			plot = fmt.Sprintf(`<figure><figcaption>score against context length</figcaption>%s</figure>`, svg)
+		}
+	}
+	return b.String(), plot
+}
+
+// Later is the HTML of each place a page drawn with Options.First left
+// for the server to fill, by element ID, drawn from the whole run as a page
+// without First draws them.
+func Later(run *journal.Run) map[string]string {
+	out := map[string]string{"hl-ids": identities(run), "hl-note": ""}
+	for k, ev := range run.Evals {
+		out[fmt.Sprintf("hl-grid-%d", k)], out[fmt.Sprintf("hl-plot-%d", k)] = figures(ev)
+		out[fmt.Sprintf("hl-metrics-%d", k)] = metricsTable(ev)
+		for _, m := range ev.Metrics {
+			if m.Recomputed {
+				out["hl-note"] = recomputedNote
+			}
+		}
+	}
+	var b strings.Builder
+	p := &page{w: bufio.NewWriter(&b), run: run}
+	p.ablation()
+	p.w.Flush()
+	out["hl-ablation"] = b.String()
+	return out
 }
 
 // ablation draws, for each eval and model that ran with more than one
 // retriever, each metric per retriever and its difference from the
 // full-context row.
 func (p *page) ablation() {
+	if p.opts.First != nil && len(p.opts.First.Pending) > 0 {
+		// Some metrics are recomputed from every sample later.
+		p.raw(`<div class="hl-later" id="hl-ablation"></div>`)
+		return
+	}
 	type key struct{ base, model string }
 	groups := map[key][]*journal.Eval{}
 	var order []key
@@ -430,6 +519,18 @@ func (p *page) browserShell() {
 // index writes the sample index the browser filters: one entry per sample,
 // column by column, so 200,000 samples parse at once.
 func (p *page) index() {
+	p.raw(`<script type="application/json" id="hl-index">`)
+	if p.err == nil {
+		p.err = WriteIndex(p.w, p.run, p.opts.ChunkSize, p.opts.First)
+	}
+	p.raw("</script>\n")
+}
+
+// WriteIndex writes the JSON sample index of run that a page filters, with
+// chunk samples per block of embedded details. With first, run holds only
+// the run's first samples (journal.LoadFirst): the index says so
+// ("partial") and how many the whole one has ("total").
+func WriteIndex(w io.Writer, run *journal.Run, chunk int, first *journal.First) error {
 	type evalIdx struct {
 		Name      string   `json:"name"`
 		Base      string   `json:"base"`
@@ -447,7 +548,7 @@ func (p *page) index() {
 	)
 	scorerSet := map[string]bool{}
 	var scorerNames []string
-	for _, ev := range p.run.Evals {
+	for _, ev := range run.Evals {
 		for _, s := range ev.Scorers {
 			if !scorerSet[s] {
 				scorerSet[s] = true
@@ -457,7 +558,7 @@ func (p *page) index() {
 	}
 	scores := map[string][]*float64{}
 	invalid := map[string][]int{}
-	for i, ev := range p.run.Evals {
+	for i, ev := range run.Evals {
 		evals = append(evals, evalIdx{ev.Name, ev.Base, ev.Model, ev.RetrieverName(), ev.Scorers})
 		for _, s := range ev.Samples {
 			e = append(e, i)
@@ -486,17 +587,16 @@ func (p *page) index() {
 		}
 	}
 	idx := map[string]any{
-		"evals": evals, "scorers": scorerNames, "chunk": p.opts.ChunkSize,
+		"evals": evals, "scorers": scorerNames, "chunk": chunk,
 		"e": e, "id": ids, "len": l, "depth": d, "failed": fail, "truncated": trunc,
 		"scores": scores, "invalid": invalid,
 	}
-	p.raw(`<script type="application/json" id="hl-index">`)
-	if p.err == nil {
-		// encoding/json escapes <, > and & in strings, so no sample ID can
-		// close the script element.
-		p.err = json.NewEncoder(p.w).Encode(idx)
+	if first != nil {
+		idx["partial"], idx["total"] = true, first.Total
 	}
-	p.raw("</script>\n")
+	// encoding/json escapes <, > and & in strings, so no sample ID can
+	// close the script element.
+	return json.NewEncoder(w).Encode(idx)
 }
 
 func b2i(b bool) int {

@@ -3,8 +3,8 @@
   const body = document.body;
   const live = body.dataset.live === "true";
   const run = body.dataset.run;
-  const idx = JSON.parse(document.getElementById("hl-index").textContent);
-  const N = idx.id.length;
+  let idx = JSON.parse(document.getElementById("hl-index").textContent);
+  let N = idx.id.length;
   const PAGE = 100;
   const $ = (id) => document.getElementById(id);
   const el = (tag, text, cls) => {
@@ -21,16 +21,8 @@
       sel.appendChild(o);
     }
   };
-  fill($("f-eval"), uniq(idx.evals.map((e) => e.base)));
-  fill($("f-model"), uniq(idx.evals.map((e) => e.model)));
-  fill($("f-retriever"), uniq(idx.evals.map((e) => e.retriever)));
-  fill($("f-scorer"), idx.scorers);
-  fill($("f-length"), uniq(idx.len.filter((l) => l > 0)).sort((a, b) => a - b));
-  fill($("f-depth"), uniq(idx.depth.filter((d) => d !== null)).sort((a, b) => a - b), (d) => Math.round(d * 1000) / 10 + "%");
-
   const fields = ["eval", "model", "retriever", "scorer", "min", "max", "error", "length", "depth", "id"];
   const state = new URLSearchParams(location.hash.slice(1));
-  for (const f of fields) if (state.has(f)) $("f-" + f).value = state.get(f);
   let page = Number(state.get("page") || 0);
   let selected = state.has("sample") ? Number(state.get("sample")) : -1;
   let matches = [];
@@ -74,9 +66,13 @@
   }
 
   function render() {
-    const pages = Math.max(1, Math.ceil(matches.length / PAGE));
+    // A partial index (the live view's first page) holds the list's first
+    // samples of idx.total: its matches are those, unfiltered.
+    const total = idx.partial ? idx.total : N;
+    const shown = idx.partial ? total : matches.length;
+    const pages = Math.max(1, Math.ceil(shown / PAGE));
     page = Math.min(page, pages - 1);
-    $("count").textContent = matches.length + " of " + N + " samples";
+    $("count").textContent = shown + " of " + total + " samples";
     $("page").textContent = "page " + (page + 1) + " of " + pages;
     const tb = $("list").tBodies[0];
     tb.replaceChildren();
@@ -183,13 +179,60 @@
     if (d.metadata) section(box, "metadata", el("pre", JSON.stringify(d.metadata, null, 1)));
   }
 
-  for (const f of fields) $("f-" + f).addEventListener(f === "id" || f === "min" || f === "max" ? "input" : "change", update);
-  $("prev").addEventListener("click", () => { if (page > 0) { page--; render(); } });
-  $("next").addEventListener("click", () => { page++; render(); });
-  matches = filter();
-  render();
-  if (selected >= 0 && selected < N) show(selected);
-  body.dataset.ready = "1";
+  // start fills the filters from the whole index and shows the list.
+  function start() {
+    fill($("f-eval"), uniq(idx.evals.map((e) => e.base)));
+    fill($("f-model"), uniq(idx.evals.map((e) => e.model)));
+    fill($("f-retriever"), uniq(idx.evals.map((e) => e.retriever)));
+    fill($("f-scorer"), idx.scorers);
+    fill($("f-length"), uniq(idx.len.filter((l) => l > 0)).sort((a, b) => a - b));
+    fill($("f-depth"), uniq(idx.depth.filter((d) => d !== null)).sort((a, b) => a - b), (d) => Math.round(d * 1000) / 10 + "%");
+    for (const f of fields) if (state.has(f)) $("f-" + f).value = state.get(f);
+    for (const f of fields) $("f-" + f).addEventListener(f === "id" || f === "min" || f === "max" ? "input" : "change", update);
+    $("prev").addEventListener("click", () => { if (page > 0) { page--; render(); } });
+    $("next").addEventListener("click", () => { page++; render(); });
+    matches = filter();
+    render();
+    if (selected >= 0 && selected < N) show(selected);
+    body.dataset.ready = "1";
+  }
+
+  if (!idx.partial) {
+    start();
+  } else {
+    // The live view sent the list's first page and the run's counts; the
+    // whole index and the figures drawn from every sample follow. The
+    // first page shows meanwhile unless the address asks for more.
+    // (The scorer only picks the score column: a reload keeps it.)
+    if (page === 0 && selected < 0 && fields.every((f) => f === "scorer" || !state.has(f))) {
+      matches = idx.id.map((_, k) => k);
+      fill($("f-scorer"), idx.scorers);
+      if (state.has("scorer")) $("f-scorer").value = state.get("scorer");
+      render();
+    }
+    body.dataset.first = "1";
+    (async () => {
+      let rest;
+      try {
+        const r = await fetch("/api/rest?run=" + encodeURIComponent(run));
+        if (!r.ok) throw new Error(await r.text());
+        rest = await r.json();
+      } catch (e) {
+        $("count").textContent = "could not load the sample index: " + e.message;
+        return;
+      }
+      // The server drew these from the journal with every model output
+      // escaped, as it draws the rest of the page.
+      for (const [id, h] of Object.entries(rest.later)) {
+        const place = $(id);
+        if (place) place.innerHTML = h;
+      }
+      idx = rest.index;
+      N = idx.id.length;
+      $("f-scorer").replaceChildren();
+      start();
+    })();
+  }
 
   // The live view redraws while the run is in progress.
   if (live && body.dataset.status === "running") {

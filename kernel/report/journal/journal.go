@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -119,6 +120,12 @@ func LoadIndex(ctx context.Context, st *store.Store, runID string, evalNames []s
 }
 
 func load(ctx context.Context, st *store.Store, runID string, evalNames []string, details bool) (*Run, error) {
+	return loadWith(ctx, st, runID, evalNames, func(ev *Eval) error { return loadEval(ctx, st, runID, ev, details) })
+}
+
+// loadWith reads run runID's evals (those of evalNames when given), each
+// filled in by fill, and merges their tables.
+func loadWith(ctx context.Context, st *store.Store, runID string, evalNames []string, fill func(*Eval) error) (*Run, error) {
 	info, err := st.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -137,7 +144,7 @@ func load(ctx context.Context, st *store.Store, runID string, evalNames []string
 		if len(evalNames) > 0 && !slices.Contains(evalNames, ev.Base) && !slices.Contains(evalNames, ev.Name) {
 			continue
 		}
-		if err := loadEval(ctx, st, runID, ev, details); err != nil {
+		if err := fill(ev); err != nil {
 			return nil, err
 		}
 		run.Evals = append(run.Evals, ev)
@@ -200,13 +207,8 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 		close(done)
 	}
 	err := st.EachSamplePosition(ctx, runID, ev.Name, func(p *store.SamplePosition) error {
-		s := &Sample{ID: p.ID, Seq: p.Index, Truncated: p.Truncated, RequestKey: p.RequestKey,
-			Failed: p.Failed, FailCode: p.FailCode, FailMsg: p.FailMsg, Lone: p.Lone,
-			Scores: make([]Score, len(ev.Scorers))}
-		s.Length, s.Depth = GridPoint(p.Tokens, p.Depth, p.Grid)
-		if p.Lone {
-			s.Length, s.Depth = 0, -1
-		} else {
+		s := newSample(ev, p)
+		if !p.Lone {
 			rowsEnd++
 		}
 		if p.Failed {
@@ -294,15 +296,24 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 	if err := loadIdentity(ctx, st, ev); err != nil {
 		return err
 	}
-	ms, err := st.Metrics(ctx, runID, ev.Name)
+	journaled, err := loadMetrics(ctx, st, runID, ev)
 	if err != nil {
 		return err
 	}
-	if len(ms) == 0 {
+	if !journaled {
 		// Journals before schema 2, or a row still running: no aggregate
 		// was journaled.
 		ev.Metrics = recompute(ev)
-		return nil
+	}
+	return nil
+}
+
+// loadMetrics sets the eval's metrics from its journaled aggregates; false
+// when it has none.
+func loadMetrics(ctx context.Context, st *store.Store, runID string, ev *Eval) (bool, error) {
+	ms, err := st.Metrics(ctx, runID, ev.Name)
+	if err != nil || len(ms) == 0 {
+		return false, err
 	}
 	for _, name := range ev.Scorers {
 		if m := ms[name]; m != nil {
@@ -311,7 +322,92 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 			ev.Metrics = append(ev.Metrics, Metric{Scorer: name})
 		}
 	}
-	return nil
+	return true, nil
+}
+
+// First is what LoadFirst counts of a run besides the samples it reads.
+type First struct {
+	// Total is the number of samples in the run's index, all evals.
+	Total int
+	// Shown and Failed are each eval's counts by journal name, as a full
+	// load has them: len(Samples)-Failed and Failed.
+	Shown, Failed map[string]int
+	// Pending names the evals with no journaled aggregate (a row still
+	// running, a journal before schema 2): their metrics are recomputed
+	// from every sample, so LoadFirst leaves them unset.
+	Pending map[string]bool
+}
+
+// errPageFull stops reading an eval's samples once the page has them.
+var errPageFull = errors.New("page full")
+
+// LoadFirst reads run runID for a page that shows only its first samples,
+// without reading the others (seconds at 200,000 samples): the evals'
+// metrics and tables from their journaled aggregates, their counts from
+// SQL, and the first page samples of the index's order (evals in turn,
+// each in LoadIndex's order) with their scores' values. Identity, Lengths
+// and Depths are left unset: they need every sample, and so do the metrics
+// of an eval without a journaled aggregate (listed in First.Pending).
+func LoadFirst(ctx context.Context, st *store.Store, runID string, page int) (*Run, *First, error) {
+	first := &First{Shown: map[string]int{}, Failed: map[string]int{}, Pending: map[string]bool{}}
+	run, err := loadWith(ctx, st, runID, nil, func(ev *Eval) error {
+		journaled, err := loadMetrics(ctx, st, runID, ev)
+		if err != nil {
+			return err
+		}
+		if !journaled {
+			first.Pending[ev.Name] = true
+		}
+		rows, failed, lone, err := st.EvalCounts(ctx, runID, ev.Name)
+		if err != nil {
+			return err
+		}
+		first.Total += rows + lone
+		first.Shown[ev.Name], first.Failed[ev.Name] = rows+lone-failed, failed
+		ev.Failed = failed
+		want := page - (first.Total - rows - lone)
+		if want <= 0 {
+			return nil
+		}
+		err = st.EachSamplePosition(ctx, runID, ev.Name, func(p *store.SamplePosition) error {
+			if len(ev.Samples) == want {
+				return errPageFull
+			}
+			ev.Samples = append(ev.Samples, newSample(ev, p))
+			return nil
+		})
+		if err != nil && !errors.Is(err, errPageFull) {
+			return err
+		}
+		for _, s := range ev.Samples {
+			scores, err := st.SampleScores(ctx, runID, ev.Name, s.ID, ev.Scorers)
+			if err != nil {
+				return err
+			}
+			for i, sc := range scores {
+				if sc.Has {
+					s.Scores[i] = Score{Has: true, Value: sc.Value, Invalid: sc.Invalid}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, first, nil
+}
+
+// newSample is the index entry of a sample position.
+func newSample(ev *Eval, p *store.SamplePosition) *Sample {
+	s := &Sample{ID: p.ID, Seq: p.Index, Truncated: p.Truncated, RequestKey: p.RequestKey,
+		Failed: p.Failed, FailCode: p.FailCode, FailMsg: p.FailMsg, Lone: p.Lone,
+		Scores: make([]Score, len(ev.Scorers))}
+	s.Length, s.Depth = GridPoint(p.Tokens, p.Depth, p.Grid)
+	if p.Lone {
+		s.Length, s.Depth = 0, -1
+	}
+	return s
 }
 
 // loadIdentity sets the identity of the model that answered the eval's

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/stats"
 )
 
 // Run describes a run to journal.
@@ -134,4 +135,34 @@ func Grid(lengths []int, depths []float64, score func(length int, depth float64)
 		}
 	}
 	return out
+}
+
+// Aggregate journals each eval row's aggregates as the runner does when a
+// row ends: each scorer's mean of the row's journaled scores with the
+// seeded bootstrap CI.
+func Aggregate(ctx context.Context, st *store.Store, runID string) error {
+	evals, err := st.Evals(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evals {
+		metrics := map[string]*store.Metric{}
+		n := 0
+		for _, name := range ev.Scorers {
+			scores, err := st.Scores(ctx, runID, ev.Name, name)
+			if err != nil {
+				return err
+			}
+			rs := make([]*sdk.ScoreResponse, len(scores))
+			for i, s := range scores {
+				rs[i] = s.Score
+			}
+			metrics[name] = stats.AggregateMean(rs, stats.DefaultSeed)
+			n = max(n, len(scores))
+		}
+		if err := st.FinishEval(ctx, runID, ev.Name, store.Outcome{Samples: n}, metrics); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -24,32 +24,82 @@ import (
 type Server struct {
 	st  *store.Store
 	mux *http.ServeMux
-
-	mu      sync.Mutex
-	pages   map[string]cached // by run ID
-	drawing map[string]*draw  // by run ID and progress: pages being drawn
+	// pages are the run pages, rests what a page fetches after it
+	// (/api/rest): each drawn once per run and progress.
+	pages, rests flights
 }
 
-// draw is a page being drawn; done closes when page or err is set.
+// firstPage is how many samples a run page lists before its whole index
+// arrives: page.js's PAGE, one page of the list.
+const firstPage = 100
+
+// New returns a viewer over st.
+func New(st *store.Store) *Server {
+	s := &Server{st: st, mux: http.NewServeMux(), pages: newFlights(), rests: newFlights()}
+	s.mux.HandleFunc("GET /{$}", s.index)
+	s.mux.HandleFunc("GET /run/{id}", s.run)
+	s.mux.HandleFunc("GET /api/sample", s.sample)
+	s.mux.HandleFunc("GET /api/progress", s.progress)
+	s.mux.HandleFunc("GET /api/rest", s.rest)
+	return s
+}
+
+// flights draws something once per run and progress: a request that comes
+// while it is drawn waits for that draw, and the last one drawn for each
+// run is kept.
+type flights struct {
+	mu      sync.Mutex
+	done    map[string]cached // by run ID
+	drawing map[string]*draw  // by run ID and progress
+}
+
+// draw is a thing being drawn; done closes when out or err is set.
 type draw struct {
 	done chan struct{}
-	page []byte
+	out  []byte
 	err  error
 }
 
 type cached struct {
 	progress string
-	page     []byte
+	out      []byte
 }
 
-// New returns a viewer over st.
-func New(st *store.Store) *Server {
-	s := &Server{st: st, mux: http.NewServeMux(), pages: map[string]cached{}, drawing: map[string]*draw{}}
-	s.mux.HandleFunc("GET /{$}", s.index)
-	s.mux.HandleFunc("GET /run/{id}", s.run)
-	s.mux.HandleFunc("GET /api/sample", s.sample)
-	s.mux.HandleFunc("GET /api/progress", s.progress)
-	return s
+func newFlights() flights {
+	return flights{done: map[string]cached{}, drawing: map[string]*draw{}}
+}
+
+func (f *flights) get(ctx context.Context, id, prog string, drawFn func(context.Context) ([]byte, error)) ([]byte, error) {
+	key := id + "\x00" + prog
+	f.mu.Lock()
+	if c, ok := f.done[id]; ok && c.progress == prog {
+		f.mu.Unlock()
+		return c.out, nil
+	}
+	d, inFlight := f.drawing[key]
+	if !inFlight {
+		d = &draw{done: make(chan struct{})}
+		f.drawing[key] = d
+	}
+	f.mu.Unlock()
+	if !inFlight {
+		// The draw serves every waiter: it outlives the request that
+		// started it.
+		d.out, d.err = drawFn(context.WithoutCancel(ctx))
+		f.mu.Lock()
+		if d.err == nil {
+			f.done[id] = cached{progress: prog, out: d.out}
+		}
+		delete(f.drawing, key)
+		f.mu.Unlock()
+		close(d.done)
+	}
+	select {
+	case <-d.done:
+		return d.out, d.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // ServeHTTP serves GET and HEAD only: the viewer never changes the journal.
@@ -98,6 +148,12 @@ func (s *Server) progressOf(ctx context.Context, runID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if !run.FinishedAt.IsZero() {
+		// A finished run's rows are all journaled (FinishRun flushes
+		// first) and no process adds to it: its end stands for its
+		// progress, without counting 200,000 samples per request.
+		return fmt.Sprintf("%s %s", run.Status, run.FinishedAt.UTC().Format(time.RFC3339Nano)), nil
+	}
 	n, f, err := s.st.RunProgress(ctx, runID)
 	if err != nil {
 		return "", err
@@ -116,14 +172,22 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	w.Write(page)
 }
 
-// Warm draws the newest run's page ahead of the first request, so that a
-// large run's page is ready when the browser asks.
+// Warm draws the newest run's page ahead of the first request, then what
+// the page fetches after it (the whole sample index, read in seconds at
+// 200,000 samples), so both are ready when the browser asks.
 func (s *Server) Warm(ctx context.Context) error {
 	id, err := journal.Latest(ctx, s.st)
 	if err != nil {
 		return err
 	}
-	_, err = s.page(ctx, id)
+	prog, err := s.progressOf(ctx, id)
+	if err != nil {
+		return err
+	}
+	if _, err := s.pages.get(ctx, id, prog, func(ctx context.Context) ([]byte, error) { return s.draw(ctx, id, prog) }); err != nil {
+		return err
+	}
+	_, err = s.rests.get(ctx, id, prog, func(ctx context.Context) ([]byte, error) { return s.drawRest(ctx, id) })
 	return err
 }
 
@@ -132,49 +196,62 @@ func (s *Server) page(ctx context.Context, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One draw per run and progress: a request that comes while the page
-	// is drawn (at start-up, by Warm) waits for that draw.
-	key := id + "\x00" + prog
-	s.mu.Lock()
-	if c, ok := s.pages[id]; ok && c.progress == prog {
-		s.mu.Unlock()
-		return c.page, nil
-	}
-	d, inFlight := s.drawing[key]
-	if !inFlight {
-		d = &draw{done: make(chan struct{})}
-		s.drawing[key] = d
-	}
-	s.mu.Unlock()
-	if !inFlight {
-		// The draw serves every waiter: it outlives the request that
-		// started it.
-		d.page, d.err = s.draw(context.WithoutCancel(ctx), id, prog)
-		s.mu.Lock()
-		if d.err == nil {
-			s.pages[id] = cached{progress: prog, page: d.page}
-		}
-		delete(s.drawing, key)
-		s.mu.Unlock()
-		close(d.done)
-	}
-	select {
-	case <-d.done:
-		return d.page, d.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return s.pages.get(ctx, id, prog, func(ctx context.Context) ([]byte, error) { return s.draw(ctx, id, prog) })
 }
 
+// draw draws a run's page from its journaled aggregates, counts and first
+// samples (journal.LoadFirst), which it reads in milliseconds at any size;
+// the page fetches the rest (/api/rest).
 func (s *Server) draw(ctx context.Context, id, prog string) ([]byte, error) {
+	run, first, err := journal.LoadFirst(ctx, s.st, id, firstPage)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := reporthtml.Write(ctx, &b, s.st, run, reporthtml.Options{Live: true, Progress: prog, First: first}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// rest serves what a page drawn from the run's first samples fetches: the
+// whole sample index the list filters, and the parts drawn from every
+// sample (reporthtml.Later), as JSON.
+func (s *Server) rest(w http.ResponseWriter, r *http.Request) {
+	// Drawn for the journal's state now, as the page was (a page drawn
+	// earlier reloads when the progress moves on).
+	id := r.URL.Query().Get("run")
+	prog, err := s.progressOf(r.Context(), id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out, err := s.rests.get(r.Context(), id, prog, func(ctx context.Context) ([]byte, error) { return s.drawRest(ctx, id) })
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out)
+}
+
+func (s *Server) drawRest(ctx context.Context, id string) ([]byte, error) {
 	run, err := journal.LoadIndex(ctx, s.st, id, nil)
 	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := reporthtml.Write(ctx, &b, s.st, run, reporthtml.Options{Live: true, Progress: prog}); err != nil {
+	b.WriteString(`{"later":`)
+	// encoding/json escapes <, > and &: the fragments reach the page as
+	// JSON strings, which its script puts in place.
+	if err := json.NewEncoder(&b).Encode(reporthtml.Later(run)); err != nil {
 		return nil, err
 	}
+	b.WriteString(`,"index":`)
+	if err := reporthtml.WriteIndex(&b, run, reporthtml.DefaultChunkSize, nil); err != nil {
+		return nil, err
+	}
+	b.WriteString("}")
 	return b.Bytes(), nil
 }
 

@@ -52,14 +52,37 @@ func TestViewServesReadOnlyAndEscaped(t *testing.T) {
 	}
 }
 
+// A run's page is drawn from its rows' journaled aggregates and its first
+// samples, the rest fetched by the page; rows without aggregates (a journal
+// before schema 2, rows still running) have their metrics fetched too.
+// Both pages pass the same checks.
 func TestViewInChromium(t *testing.T) {
-	st, id, hostileID := reporttest.Fixture(t)
-	srv := httptest.NewServer(view.New(st))
-	defer srv.Close()
-	b := browsertest.New(t)
-	browsertest.CheckPage(t, b, srv.URL+"/run/"+id, hostileID, "view.png")
-	if f := b.ForeignRequests(srv.URL + "/"); len(f) > 0 {
-		t.Errorf("requests left the page: %q", f)
+	for _, tc := range []struct {
+		name      string
+		aggregate bool
+		shot      string
+	}{
+		{"first page then the rest", true, "view.png"},
+		{"no aggregates journaled", false, "view-recomputed.png"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, id, hostileID := reporttest.Fixture(t)
+			if tc.aggregate {
+				if err := reporttest.Aggregate(context.Background(), st, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := httptest.NewServer(view.New(st))
+			defer srv.Close()
+			if _, page := get(t, srv.URL+"/run/"+id); !strings.Contains(page, `"partial":true`) || strings.Contains(page, `id="hl-metrics-0"`) == tc.aggregate {
+				t.Fatalf("not the first page with metrics journaled %t: %.300s", tc.aggregate, page)
+			}
+			b := browsertest.New(t)
+			browsertest.CheckPage(t, b, srv.URL+"/run/"+id, hostileID, tc.shot)
+			if f := b.ForeignRequests(srv.URL + "/"); len(f) > 0 {
+				t.Errorf("requests left the page: %q", f)
+			}
+		})
 	}
 }
 
