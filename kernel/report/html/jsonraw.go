@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
 
 // The sample blocks of a report are JSON written by hand: a journaled
@@ -274,10 +276,10 @@ func rawRunes(body []byte, at ...int) (n int, offs []int) {
 		}
 		switch {
 		case i+6 <= len(body) && body[i+1] == 'u':
-			r := hex4(body[i+2 : i+6])
+			r := jsonstr.Hex4(body[i+2 : i+6])
 			i += 6
 			if r >= 0xD800 && r < 0xDC00 && i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
-				if r2 := hex4(body[i+2 : i+6]); r2 >= 0xDC00 && r2 < 0xE000 {
+				if r2 := jsonstr.Hex4(body[i+2 : i+6]); r2 >= 0xDC00 && r2 < 0xE000 {
 					i += 6
 				}
 			}
@@ -291,24 +293,6 @@ func rawRunes(body []byte, at ...int) (n int, offs []int) {
 		k++
 	}
 	return n, offs
-}
-
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
 }
 
 // appendElided appends body (an escaped string body) as elide would cut
