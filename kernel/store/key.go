@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -174,16 +175,15 @@ func (r Keyed) journalForm() (string, error) {
 
 // encodeRequest is {"messages":…,"params":…} in one buffer.
 func encodeRequest(msgs []sdk.Message, params sdk.GenerationParams) ([]byte, error) {
-	m, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, err
-	}
 	p, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
 	}
-	request := make([]byte, 0, len(m)+len(p)+len(`{"messages":,"params":}`))
-	return append(append(append(append(append(request, `{"messages":`...), m...), `,"params":`...), p...), '}'), nil
+	// One buffer of the exact size: a long context's messages are not
+	// encoded into a growing buffer and copied twice (sdk.MessagesJSON).
+	request := make([]byte, 0, sdk.MessagesJSONLen(msgs)+len(p)+len(`{"messages":,"params":}`))
+	request = sdk.AppendMessagesJSON(append(request, `{"messages":`...), msgs)
+	return append(append(append(request, `,"params":`...), p...), '}'), nil
 }
 
 // Key returns the cache key of req.
@@ -208,17 +208,24 @@ func (k *Keyer) Request(req *sdk.GenerateRequest) (Keyed, error) {
 	fail := func(err error) (Keyed, error) {
 		return Keyed{}, fmt.Errorf("request key for model %s: %w", k.label, err)
 	}
-	request, err := encodeRequest(msgs, params)
-	if err != nil {
-		return fail(err)
-	}
 	// The key's document is the identity's prefix, then the request's
 	// fields as the journal form has them (without its braces), the
 	// sample, and the closing brace.
 	h := sha256.New()
 	h.Write(k.prefix)
 	io.WriteString(h, ",")
-	h.Write(request[1 : len(request)-1])
+	var request []byte
+	if sdk.MessagesJSONLen(msgs) <= keepRequestBytes {
+		var err error
+		if request, err = encodeRequest(msgs, params); err != nil {
+			return fail(err)
+		}
+		h.Write(request[1 : len(request)-1])
+	} else if err := hashRequest(h, msgs, params); err != nil {
+		// A long request is not kept (journalForm encodes it again), so
+		// it is hashed in pieces rather than encoded whole for nothing.
+		return fail(err)
+	}
 	if smp != nil {
 		b, err := json.Marshal(smp)
 		if err != nil {
@@ -233,6 +240,41 @@ func (k *Keyer) Request(req *sdk.GenerateRequest) (Keyed, error) {
 		r.request = request
 	}
 	return r, nil
+}
+
+// hashChunk is the most of a message's content hashRequest encodes at once.
+const hashChunk = 16 << 10
+
+// hashRequest writes to h what encodeRequest gives without its braces,
+// encoding a long content a piece at a time into one small buffer. Pieces
+// end on a rune's first byte, so each encodes as it does within the whole.
+func hashRequest(h hash.Hash, msgs []sdk.Message, params sdk.GenerationParams) error {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 2*hashChunk)
+	io.WriteString(h, `"messages":[`)
+	for i, m := range msgs {
+		if i > 0 {
+			io.WriteString(h, ",")
+		}
+		buf = sdk.AppendJSONString(append(buf[:0], `{"role":`...), m.Role)
+		h.Write(append(buf, `,"content":"`...))
+		for s := m.Content; s != ""; {
+			n := min(len(s), hashChunk)
+			for n < len(s) && n > 1 && !utf8.RuneStart(s[n]) {
+				n--
+			}
+			buf = sdk.AppendJSONString(buf[:0], s[:n])
+			h.Write(buf[1 : len(buf)-1])
+			s = s[n:]
+		}
+		io.WriteString(h, `"}`)
+	}
+	io.WriteString(h, `],"params":`)
+	h.Write(p)
+	return nil
 }
 
 func writeField(h hash.Hash, name string, value []byte) {

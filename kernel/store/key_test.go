@@ -242,6 +242,15 @@ func TestKeyerMatchesDoc(t *testing.T) {
 		{"sample read, none sent", withSample, &sdk.GenerateRequest{}},
 		// Longer than a Keyed keeps encoded: journaled from the messages.
 		{"long context", bare, &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: strings.Repeat("hay <&> ", keepRequestBytes/4)}}}},
+		// Hashed in pieces: runes of every width and invalid UTF-8 across
+		// the pieces' ends, several messages, parameters after them.
+		{"long, pieces cut within runes", bare, &sdk.GenerateRequest{
+			Messages: []sdk.Message{
+				{Role: "system", Content: "short"},
+				{Role: "user", Content: strings.Repeat("a日é🐄\xf0\x9f\x90\xff\u2028\n", keepRequestBytes/5)},
+				{Role: "user", Content: "x" + strings.Repeat("\x80", hashChunk+3) + strings.Repeat("é", hashChunk)},
+			},
+			Params: sdk.GenerationParams{Stop: []string{"<"}, MaxTokens: 9}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := keyDoc{keyHead: keyHead{V: keyVersion, Plugin: tc.id.Plugin, PluginVersion: tc.id.PluginVersion, Component: tc.id.Component,

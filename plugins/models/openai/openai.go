@@ -376,17 +376,49 @@ func (c *Client) post(ctx context.Context, url string, r *request, parse func([]
 // encode encodes r with extra_body's members first. They never collide with
 // r's fields: parseOptions rejects extra_body keys in reservedBody, which
 // names them all.
+//
+// The messages (a long context's prompt) are written by sdk.AppendMessagesJSON
+// into the one buffer of the body's exact size, not through json.Marshal's
+// growing buffer and final copy: with 64 long prompts in flight that
+// garbage was most of this process's peak memory. The bytes are
+// json.Marshal's, fields in the struct's order.
 func (c *Client) encode(r *request) ([]byte, error) {
-	b, err := json.Marshal(r)
-	if err != nil || len(c.s.extra) == 0 {
-		return b, err
+	msgs := r.Messages
+	rest := *r
+	rest.Messages, rest.Model = nil, ""
+	b, err := json.Marshal(&rest) // the fields after messages
+	if err != nil {
+		return nil, err
 	}
-	out := make([]byte, 0, len(b)+len(c.s.extra)+1)
-	out = append(append(out, '{'), c.s.extra...)
+	size := 1 + len(c.s.extra) + 1 + len(b)
+	if r.Model != "" {
+		size += len(`"model":,`) + sdk.JSONStringLen(r.Model)
+	}
+	if len(msgs) > 0 {
+		size += len(`"messages":,`) + sdk.MessagesJSONLen(msgs)
+	}
+	out := append(make([]byte, 0, size), '{')
+	sep := func() {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+	}
+	if len(c.s.extra) > 0 {
+		out = append(out, c.s.extra...)
+	}
+	if r.Model != "" {
+		sep()
+		out = sdk.AppendJSONString(append(out, `"model":`...), r.Model)
+	}
+	if len(msgs) > 0 { // omitempty
+		sep()
+		out = sdk.AppendMessagesJSON(append(out, `"messages":`...), msgs)
+	}
 	if len(b) > len("{}") {
-		out = append(out, ',')
+		sep()
+		out = append(out, b[1:len(b)-1]...)
 	}
-	return append(out, b[1:]...), nil
+	return append(out, '}'), nil
 }
 
 // completionPrompt flattens chat messages for the legacy endpoint, which

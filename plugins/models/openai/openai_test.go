@@ -546,6 +546,11 @@ func TestEncodeMergesExtraBody(t *testing.T) {
 		{map[string]any{"top_k": 5, "chat_template_kwargs": map[string]any{"enable_thinking": false}}, request{Model: "m"},
 			`{"chat_template_kwargs":{"enable_thinking":false},"top_k":5,"model":"m"}`},
 		{map[string]any{"top_k": 5}, request{}, `{"top_k":5}`},
+		{nil, request{Model: "m", Messages: []sdk.Message{{Role: "user", Content: "<a> & \"b\"\n\u2028\xff"}}, Stop: []string{"\n"}},
+			`{"model":"m","messages":[{"role":"user","content":"\u003ca\u003e \u0026 \"b\"\n\u2028\ufffd"}],"stop":["\n"]}`},
+		{nil, request{Messages: []sdk.Message{{Role: "user", Content: "q"}}}, `{"messages":[{"role":"user","content":"q"}]}`},
+		{map[string]any{"top_k": 5}, request{Model: "m", Messages: []sdk.Message{{Role: "user", Content: "q"}}, MaxTokens: 2},
+			`{"top_k":5,"model":"m","messages":[{"role":"user","content":"q"}],"max_tokens":2}`},
 	} {
 		opts := map[string]any{"base_url": "http://127.0.0.1/v1"}
 		if tt.extra != nil {
@@ -558,6 +563,14 @@ func TestEncodeMergesExtraBody(t *testing.T) {
 		got, err := c.encode(&tt.r)
 		if err != nil || string(got) != tt.want {
 			t.Errorf("encode(%+v) with extra_body %v = %s, %v; want %s", tt.r, tt.extra, got, err, tt.want)
+		}
+		if cap(got) < len(got) || cap(got) > len(got)+3 {
+			t.Errorf("encode(%+v): %d bytes in a buffer of %d: not sized in advance", tt.r, len(got), cap(got))
+		}
+		if tt.extra == nil {
+			if want, _ := json.Marshal(&tt.r); string(got) != string(want) {
+				t.Errorf("encode(%+v) = %s, json.Marshal gives %s", tt.r, got, want)
+			}
 		}
 	}
 }
