@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/hayloft/hayloft/sdk"
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
@@ -323,6 +325,61 @@ func TestTakeBatch(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("batches %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// bigTask yields n samples whose contexts are size bytes each.
+type bigTask struct{ n, size int }
+
+func (b bigTask) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*sdk.Sample, error] {
+	return func(yield func(*sdk.Sample, error) bool) {
+		for i := range b.n {
+			if !yield(&sdk.Sample{ID: fmt.Sprint("s", i), Context: strings.Repeat(string(rune('a'+i%26)), b.size)}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// A batch of long samples stays within maxBatchBytes (beyond it gRPC has
+// no pooled buffer and allocates one on both sides), a sample larger than
+// that goes alone, and none is lost or reordered at the split.
+func TestSampleBatchesStayWithinTheLimit(t *testing.T) {
+	for _, size := range []int{maxBatchBytes * 2 / 5, maxBatchBytes * 3 / 5, maxBatchBytes + 10} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			set := sdk.NewSet("bigtest", "1.0.0")
+			set.RegisterTask("t", func(context.Context, sdk.Options) (sdk.Task, error) { return bigTask{n: 20, size: size}, nil })
+			conn, _ := serve(t, set, false)
+			configureT[*TaskClient](t, conn, sdk.KindTask, "t")
+			stream, err := pb.NewTaskClient(conn).SampleBatches(context.Background(), &pb.SamplesRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := 0
+			for {
+				batch, err := stream.Recv()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				total := 0
+				for _, it := range batch.GetItems() {
+					total += proto.Size(it)
+					if id := it.GetSample().GetId(); id != fmt.Sprint("s", i) {
+						t.Fatalf("sample %q, want s%d", id, i)
+					}
+					i++
+				}
+				if len(batch.GetItems()) > 1 && total > maxBatchBytes {
+					t.Errorf("a batch of %d samples, %d bytes: more than %d", len(batch.GetItems()), total, maxBatchBytes)
+				}
+			}
+			if i != 20 {
+				t.Errorf("%d samples, want 20", i)
 			}
 		})
 	}

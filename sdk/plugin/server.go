@@ -313,11 +313,20 @@ func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStre
 		default:
 		}
 	}
+	// A batch stops before the sample that would take it past
+	// maxBatchBytes (that sample opens the next), as the calls' batches do:
+	// two long contexts of 0.6 MB in one message would need a buffer
+	// beyond gRPC's largest pooled size, allocated afresh on both sides.
+	var held *pb.SamplesResponse
 	for {
-		msg, ok := <-items
-		if !ok {
-			return stream.Context().Err()
+		msg := held
+		if msg == nil {
+			var ok bool
+			if msg, ok = <-items; !ok {
+				return stream.Context().Err()
+			}
 		}
+		held = nil
 		batch := []*pb.SamplesResponse{msg}
 		size := proto.Size(msg)
 	drain:
@@ -327,8 +336,13 @@ func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStre
 				if !ok {
 					break drain // the next receive ends the stream
 				}
+				n := proto.Size(m)
+				if size+n > maxBatchBytes {
+					held = m
+					break drain
+				}
 				batch = append(batch, m)
-				size += proto.Size(m)
+				size += n
 			default:
 				break drain
 			}
