@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
 
 // ModelIdentity names what answers a request: the same messages sent to a
@@ -259,14 +260,14 @@ func hashRequest(h hash.Hash, msgs []sdk.Message, params sdk.GenerationParams) e
 		if i > 0 {
 			io.WriteString(h, ",")
 		}
-		buf = sdk.AppendJSONString(append(buf[:0], `{"role":`...), m.Role)
+		buf = jsonstr.AppendQuoted(append(buf[:0], `{"role":`...), m.Role)
 		h.Write(append(buf, `,"content":"`...))
 		for s := m.Content; s != ""; {
 			n := min(len(s), hashChunk)
 			for n < len(s) && n > 1 && !utf8.RuneStart(s[n]) {
 				n--
 			}
-			buf = sdk.AppendJSONString(buf[:0], s[:n])
+			buf = jsonstr.AppendQuoted(buf[:0], s[:n])
 			h.Write(buf[1 : len(buf)-1])
 			s = s[n:]
 		}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
 
 // Name is the model's registered name.
@@ -392,7 +393,7 @@ func (c *Client) encode(r *request) ([]byte, error) {
 	}
 	size := 1 + len(c.s.extra) + 1 + len(b)
 	if r.Model != "" {
-		size += len(`"model":,`) + sdk.JSONStringLen(r.Model)
+		size += len(`"model":,`) + jsonstr.QuotedLen(r.Model)
 	}
 	if len(msgs) > 0 {
 		size += len(`"messages":,`) + sdk.MessagesJSONLen(msgs)
@@ -408,7 +409,7 @@ func (c *Client) encode(r *request) ([]byte, error) {
 	}
 	if r.Model != "" {
 		sep()
-		out = sdk.AppendJSONString(append(out, `"model":`...), r.Model)
+		out = jsonstr.AppendQuoted(append(out, `"model":`...), r.Model)
 	}
 	if len(msgs) > 0 { // omitempty
 		sep()
