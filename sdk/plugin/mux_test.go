@@ -343,9 +343,9 @@ func (b bigTask) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2
 	}
 }
 
-// A batch of long samples stays within maxBatchBytes (beyond it gRPC has
-// no pooled buffer and allocates one on both sides), a sample larger than
-// that goes alone, and none is lost or reordered at the split.
+// A batch of long samples stays within maxBatchBytes (just beyond it each
+// side takes a buffer of twice the size from its pool), a sample larger
+// than that goes alone, and none is lost or reordered at the split.
 func TestSampleBatchesStayWithinTheLimit(t *testing.T) {
 	for _, size := range []int{maxBatchBytes * 2 / 5, maxBatchBytes * 3 / 5, maxBatchBytes + 10} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {

@@ -315,8 +315,9 @@ func (t taskServer) SampleBatches(req *pb.SamplesRequest, stream grpc.ServerStre
 	}
 	// A batch stops before the sample that would take it past
 	// maxBatchBytes (that sample opens the next), as the calls' batches do:
-	// two long contexts of 0.6 MB in one message would need a buffer
-	// beyond gRPC's largest pooled size, allocated afresh on both sides.
+	// two long contexts of 0.6 MB in one message take a pooled buffer of
+	// 2 MB (bufferPool's tiers are powers of two) on both sides, and a
+	// buffer beyond the largest tier is allocated afresh each time.
 	var held *pb.SamplesResponse
 	for {
 		msg := held
