@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -247,8 +246,7 @@ func (k *Keyer) Request(req *sdk.GenerateRequest) (Keyed, error) {
 const hashChunk = 16 << 10
 
 // hashRequest writes to h what encodeRequest gives without its braces,
-// encoding a long content a piece at a time into one small buffer. Pieces
-// end on a rune's first byte, so each encodes as it does within the whole.
+// encoding a long content a piece at a time into one small buffer.
 func hashRequest(h hash.Hash, msgs []sdk.Message, params sdk.GenerationParams) error {
 	p, err := json.Marshal(params)
 	if err != nil {
@@ -263,13 +261,8 @@ func hashRequest(h hash.Hash, msgs []sdk.Message, params sdk.GenerationParams) e
 		buf = jsonstr.AppendQuoted(append(buf[:0], `{"role":`...), m.Role)
 		h.Write(append(buf, `,"content":"`...))
 		for s := m.Content; s != ""; {
-			n := min(len(s), hashChunk)
-			for n < len(s) && n > 1 && !utf8.RuneStart(s[n]) {
-				n--
-			}
-			buf = jsonstr.AppendQuoted(buf[:0], s[:n])
-			h.Write(buf[1 : len(buf)-1])
-			s = s[n:]
+			buf, s = jsonstr.AppendQuotedPiece(buf[:0], s, hashChunk)
+			h.Write(buf)
 		}
 		io.WriteString(h, `"}`)
 	}

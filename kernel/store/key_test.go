@@ -249,6 +249,8 @@ func TestKeyerMatchesDoc(t *testing.T) {
 				{Role: "system", Content: "short"},
 				{Role: "user", Content: strings.Repeat("a日é🐄\xf0\x9f\x90\xff\u2028\n", keepRequestBytes/5)},
 				{Role: "user", Content: "x" + strings.Repeat("\x80", hashChunk+3) + strings.Repeat("é", hashChunk)},
+				{Role: "user", Content: "\xe2" + strings.Repeat("\x80", hashChunk+3)},
+				{Role: "user", Content: strings.Repeat("a", hashChunk-1) + "\xf0\x9f" + strings.Repeat("\x90", 9)},
 			},
 			Params: sdk.GenerationParams{Stop: []string{"<"}, MaxTokens: 9}}},
 	} {

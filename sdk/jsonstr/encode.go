@@ -72,7 +72,11 @@ func QuotedLen(s string) int {
 // escaped as encoding/json does (HTML-safe, invalid UTF-8 as U+FFFD, the
 // line and paragraph separators escaped), so hashes of it do not change.
 func AppendQuoted(dst []byte, s string) []byte {
-	dst = append(dst, '"')
+	return append(appendEscaped(append(dst, '"'), s), '"')
+}
+
+// appendEscaped appends s as it stands between a JSON string's quotes.
+func appendEscaped(dst []byte, s string) []byte {
 	done := 0 // s[:done] is written
 	for i := 0; i < len(s); {
 		var e string
@@ -90,5 +94,29 @@ func AppendQuoted(dst []byte, s string) []byte {
 		}
 		i += size
 	}
-	return append(append(dst, s[done:]...), '"')
+	return append(dst, s[done:]...)
+}
+
+// AppendQuotedPiece appends the escaped inside (no quotes) of a leading
+// piece of s of about limit bytes (at least 2*utf8.UTFMax) and returns the
+// rest of s. The pieces of s, appended one after another, are
+// AppendQuoted(s) without its quotes, so a long string can be encoded
+// through a small buffer: a piece never ends within a rune, nor within
+// bytes that a rune's first byte would read together as one (an invalid
+// sequence counts its bytes one by one, so past utf8.UTFMax bytes from a
+// first byte any cut is safe).
+func AppendQuotedPiece(dst []byte, s string, limit int) ([]byte, string) {
+	n := max(limit, 2*utf8.UTFMax)
+	if n >= len(s) {
+		return appendEscaped(dst, s), ""
+	}
+	if !utf8.RuneStart(s[n]) {
+		for p := n - 1; p > n-utf8.UTFMax; p-- {
+			if utf8.RuneStart(s[p]) {
+				n = p
+				break
+			}
+		}
+	}
+	return appendEscaped(dst, s[:n]), s[n:]
 }

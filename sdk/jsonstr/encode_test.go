@@ -30,3 +30,30 @@ func FuzzAppendQuoted(f *testing.F) {
 		}
 	})
 }
+
+// Pieces of any size, cut anywhere, join to AppendQuoted's inside: a cut
+// never parts bytes a rune's first byte reads as one.
+func FuzzAppendQuotedPiece(f *testing.F) {
+	for _, s := range []string{
+		"\xe2" + strings.Repeat("\x80", 20), "ab\xf0\x9f\x90\x84cd\xf0\x9f\x90", strings.Repeat("é日🐄", 9),
+		"\xff\xfe" + strings.Repeat("\xbf", 11) + "z", "<&>\u2028\n",
+	} {
+		for limit := range 12 {
+			f.Add(s, limit)
+		}
+	}
+	f.Fuzz(func(t *testing.T, s string, limit int) {
+		want := AppendQuoted(nil, s)
+		var got []byte
+		for rest := s; rest != ""; {
+			n := len(got)
+			got, rest = AppendQuotedPiece(got, rest, limit)
+			if len(got) == n && rest != "" {
+				t.Fatalf("no progress on %q", rest)
+			}
+		}
+		if string(got) != string(want[1:len(want)-1]) {
+			t.Fatalf("pieces of %q (limit %d) = %q, want %q", s, limit, got, want[1:len(want)-1])
+		}
+	})
+}
