@@ -89,6 +89,19 @@ func (d *doer) do(ctx context.Context, method, url string, body any, parse func(
 // becomes a bad_response RequestError. Every attempt is returned, failed or
 // not; on failure the error is an *AttemptsError.
 func (d *doer) send(ctx context.Context, method, url string, payload []byte, parse func([]byte) error) ([]sdk.Attempt, error) {
+	return d.sendBody(ctx, method, url, reqBody{bytes: payload}, parse)
+}
+
+// reqBody is a request's body: bytes, or a stream of size bytes made anew
+// for each attempt (a long prompt encoded as it is sent), or neither.
+type reqBody struct {
+	bytes  []byte
+	stream func() io.Reader
+	size   int64
+}
+
+// sendBody is send with any reqBody.
+func (d *doer) sendBody(ctx context.Context, method, url string, payload reqBody, parse func([]byte) error) ([]sdk.Attempt, error) {
 	var attempts []sdk.Attempt
 	for n := 0; ; n++ {
 		_, after, err := d.once(ctx, method, url, payload, parse, &attempts)
@@ -131,7 +144,7 @@ var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 const maxPooledBody = 64 << 10
 
 // once runs a single attempt and appends it to attempts.
-func (d *doer) once(ctx context.Context, method, url string, payload []byte, parse func([]byte) error, attempts *[]sdk.Attempt) (status int, after time.Duration, err error) {
+func (d *doer) once(ctx context.Context, method, url string, payload reqBody, parse func([]byte) error, attempts *[]sdk.Attempt) (status int, after time.Duration, err error) {
 	start := time.Now()
 	defer func() {
 		a := sdk.Attempt{Status: status, LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
@@ -143,15 +156,22 @@ func (d *doer) once(ctx context.Context, method, url string, payload []byte, par
 	actx, cancel := context.WithTimeout(ctx, d.s.timeout)
 	defer cancel()
 	var rd io.Reader
-	if payload != nil {
-		rd = bytes.NewReader(payload)
+	switch {
+	case payload.stream != nil:
+		rd = payload.stream()
+	case payload.bytes != nil:
+		rd = bytes.NewReader(payload.bytes)
 	}
 	req, err := http.NewRequestWithContext(actx, method, url, rd)
 	if err != nil {
 		return 0, 0, fmt.Errorf("build request %s %s: %w", method, url, err)
 	}
+	if payload.stream != nil {
+		req.ContentLength = payload.size
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(payload.stream()), nil }
+	}
 	req.Header = d.getHeader
-	if payload != nil {
+	if rd != nil {
 		req.Header = d.postHeader
 	}
 	resp, err := d.http.Do(req)

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -134,7 +135,7 @@ func (c *Client) preflight(ctx context.Context) error {
 	defer cancel()
 	var attempts []sdk.Attempt
 	url := c.s.base + "/models"
-	status, _, err := c.once(pctx, "GET", url, nil, func([]byte) error { return nil }, &attempts)
+	status, _, err := c.once(pctx, "GET", url, reqBody{}, func([]byte) error { return nil }, &attempts)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
@@ -367,11 +368,11 @@ func (c *Client) body(p sdk.GenerationParams) request {
 
 // post sends a generation request body with extra_body merged in.
 func (c *Client) post(ctx context.Context, url string, r *request, parse func([]byte) error) ([]sdk.Attempt, error) {
-	payload, err := c.encode(r)
+	body, err := c.requestBody(r)
 	if err != nil {
 		return nil, fmt.Errorf("encode request for %s: %w", url, err)
 	}
-	return c.send(ctx, "POST", url, payload, parse)
+	return c.sendBody(ctx, "POST", url, body, parse)
 }
 
 // encode encodes r with extra_body's members first. They never collide with
@@ -380,46 +381,140 @@ func (c *Client) post(ctx context.Context, url string, r *request, parse func([]
 //
 // The messages (a long context's prompt) are written by sdk.AppendMessagesJSON
 // into the one buffer of the body's exact size, not through json.Marshal's
-// growing buffer and final copy: with 64 long prompts in flight that
-// garbage was most of this process's peak memory. The bytes are
-// json.Marshal's, fields in the struct's order.
+// growing buffer and final copy. The bytes are json.Marshal's, fields in
+// the struct's order.
 func (c *Client) encode(r *request) ([]byte, error) {
-	msgs := r.Messages
+	head, tail, err := c.split(r)
+	if err != nil {
+		return nil, err
+	}
+	n := len(head) + len(tail)
+	if len(r.Messages) > 0 {
+		n += sdk.MessagesJSONLen(r.Messages)
+	}
+	out := append(make([]byte, 0, n), head...)
+	if len(r.Messages) > 0 {
+		out = sdk.AppendMessagesJSON(out, r.Messages)
+	}
+	return append(out, tail...), nil
+}
+
+// split is r's encoding around its messages: head ends with "messages":
+// when there are messages (omitempty), tail is the fields after them and
+// the closing brace.
+func (c *Client) split(r *request) (head, tail []byte, err error) {
 	rest := *r
 	rest.Messages, rest.Model = nil, ""
 	b, err := json.Marshal(&rest) // the fields after messages
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	size := 1 + len(c.s.extra) + 1 + len(b)
-	if r.Model != "" {
-		size += len(`"model":,`) + jsonstr.QuotedLen(r.Model)
-	}
-	if len(msgs) > 0 {
-		size += len(`"messages":,`) + sdk.MessagesJSONLen(msgs)
-	}
-	out := append(make([]byte, 0, size), '{')
-	sep := func() {
+	sep := func(out []byte) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
+		return out
 	}
-	if len(c.s.extra) > 0 {
-		out = append(out, c.s.extra...)
-	}
+	head = append([]byte{'{'}, c.s.extra...)
 	if r.Model != "" {
-		sep()
-		out = jsonstr.AppendQuoted(append(out, `"model":`...), r.Model)
+		head = jsonstr.AppendQuoted(append(sep(head), `"model":`...), r.Model)
 	}
-	if len(msgs) > 0 { // omitempty
-		sep()
-		out = sdk.AppendMessagesJSON(append(out, `"messages":`...), msgs)
+	if len(r.Messages) > 0 {
+		head = append(sep(head), `"messages":`...)
 	}
 	if len(b) > len("{}") {
-		sep()
-		out = append(out, b[1:len(b)-1]...)
+		if len(head) > 1 {
+			tail = append(tail, ',')
+		}
+		tail = append(tail, b[1:len(b)-1]...)
 	}
-	return append(out, '}'), nil
+	return head, append(tail, '}'), nil
+}
+
+// streamBodyBytes is the messages' length from which a body is encoded as
+// it is sent instead of held encoded: the messages are held anyway for a
+// retry, and a second copy of every long prompt in flight was most of
+// this process's peak memory.
+const streamBodyBytes = 64 << 10
+
+// requestBody is r's request body: encoded once, or for long messages a reader
+// made anew for each attempt that encodes them a piece at a time.
+func (c *Client) requestBody(r *request) (reqBody, error) {
+	n := 0
+	for _, m := range r.Messages {
+		n += len(m.Content)
+	}
+	if n < streamBodyBytes {
+		b, err := c.encode(r)
+		return reqBody{bytes: b}, err
+	}
+	head, tail, err := c.split(r)
+	if err != nil {
+		return reqBody{}, err
+	}
+	msgs := r.Messages
+	return reqBody{
+		size:   int64(len(head) + sdk.MessagesJSONLen(msgs) + len(tail)),
+		stream: func() io.Reader { return &messagesReader{pending: head, msgs: msgs, tail: tail} },
+	}, nil
+}
+
+// messagesReader reads head, msgs encoded as sdk.AppendMessagesJSON does,
+// and tail, through a buffer of some 32 KB.
+type messagesReader struct {
+	pending []byte // encoded, not yet read
+	buf     []byte
+	msgs    []sdk.Message
+	i       int    // msgs[i] is being encoded
+	content string // the rest of msgs[i].Content, when open
+	open    bool   // msgs[i]'s content has begun
+	tail    []byte // nil once read
+}
+
+const messagesPiece = 16 << 10
+
+func (m *messagesReader) Read(p []byte) (int, error) {
+	for len(m.pending) == 0 {
+		if !m.fill() {
+			return 0, io.EOF
+		}
+	}
+	n := copy(p, m.pending)
+	m.pending = m.pending[n:]
+	return n, nil
+}
+
+// fill encodes what comes next into pending; false at the end.
+func (m *messagesReader) fill() bool {
+	if m.buf == nil {
+		m.buf = make([]byte, 0, 2*messagesPiece+64)
+	}
+	b := m.buf[:0]
+	switch {
+	case m.i < len(m.msgs) && !m.open:
+		if m.i == 0 {
+			b = append(b, '[')
+		} else {
+			b = append(b, ',')
+		}
+		b = jsonstr.AppendQuoted(append(b, `{"role":`...), m.msgs[m.i].Role)
+		b = append(b, `,"content":"`...)
+		m.content, m.open = m.msgs[m.i].Content, true
+	case m.i < len(m.msgs) && m.content != "":
+		b, m.content = jsonstr.AppendQuotedPiece(b, m.content, messagesPiece)
+	case m.i < len(m.msgs):
+		b = append(b, `"}`...)
+		if m.i++; m.i == len(m.msgs) {
+			b = append(b, ']')
+		}
+		m.open = false
+	case m.tail != nil:
+		b, m.tail = append(b, m.tail...), nil
+	default:
+		return false
+	}
+	m.buf, m.pending = b, b
+	return true
 }
 
 // completionPrompt flattens chat messages for the legacy endpoint, which

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -615,5 +616,55 @@ func TestLoglikelihoodMode(t *testing.T) {
 	}
 	if _, err := nc.Generate(context.Background(), req); !errors.As(err, &ce) {
 		t.Errorf("Generate against a server without logprobs: %v; want a config error", err)
+	}
+}
+
+// A long prompt's body is encoded as it is sent: the bytes are encode's,
+// the declared length is theirs, and every attempt (a 500 and a reset
+// before the answer) gets the whole body again.
+func TestLongPromptBodyStreamed(t *testing.T) {
+	long := strings.Repeat("hay <&> \"é日🐄\" \n", streamBodyBytes/8) + "\xe2" + strings.Repeat("\x80", messagesPiece+5)
+	r := request{Model: "fake-model", MaxTokens: 4, Stop: []string{"\n"},
+		Messages: []sdk.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: long}, {Role: "user", Content: ""}}}
+	c := newTestClient(t, "http://127.0.0.1/v1", map[string]any{"extra_body": map[string]any{"top_k": 5}})
+	want, err := c.encode(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := c.requestBody(&r)
+	if err != nil || body.stream == nil {
+		t.Fatalf("requestBody: %v, streamed %v", err, body.stream != nil)
+	}
+	for range 2 { // a reader is made anew for each attempt
+		got, err := io.ReadAll(body.stream())
+		if err != nil || string(got) != string(want) || body.size != int64(len(want)) {
+			t.Fatalf("streamed %d bytes (declared %d, %v), encode gives %d; equal: %v", len(got), body.size, err, len(want), string(got) == string(want))
+		}
+	}
+
+	var seen []string
+	var mu sync.Mutex
+	srv, err := openaitest.Start(openaitest.Options{FaultFunc: func(n int, prompt string) openaitest.Fault {
+		mu.Lock()
+		seen = append(seen, prompt)
+		mu.Unlock()
+		return []openaitest.Fault{openaitest.Fault500, openaitest.FaultReset, openaitest.FaultNone}[min(n, 2)]
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c = newTestClient(t, srv.BaseURL(), nil)
+	resp, err := c.Generate(context.Background(), &sdk.GenerateRequest{Messages: r.Messages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Attempts) != 3 || len(seen) != 3 {
+		t.Fatalf("%d attempts, server saw %d, want 3", len(resp.Attempts), len(seen))
+	}
+	for i, p := range seen {
+		if !strings.Contains(p, strings.ToValidUTF8(long, "\uFFFD")[:1000]) || len(p) < len(long) {
+			t.Errorf("attempt %d: the server got %d bytes of prompt, want the whole %d", i, len(p), len(long))
+		}
 	}
 }
