@@ -57,6 +57,7 @@ func run(args []string, out io.Writer) error {
 	plan := fs.Bool("plan", false, "instead: time `hayloft plan` on a 35 × 35 NIAH grid to 128K tokens, with its peak memory (plan.go)")
 	bin := fs.String("hayloft", "", "with -plan: the hayloft binary to run (default: build it)")
 	llama := fs.Bool("llama", false, "only the table of llama-server's slots (slots.go)")
+	output := fs.Int("output", outputTokens, "every answer's length in tokens (longer answers favour releasing siblings at the first token)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +74,12 @@ func run(args []string, out io.Writer) error {
 			lengths[i] = int(float64(lengths[i]) * *scale)
 		}
 		loads = append(loads, niahLoad(lengths, 11))
+	}
+	if *output < 1 {
+		return fmt.Errorf("-output %d: want at least 1", *output)
+	}
+	for i := range loads {
+		loads[i].output = *output
 	}
 	if len(loads) == 0 {
 		return fmt.Errorf("-workload %q: want docs, niah or all", *workload)
@@ -117,10 +124,11 @@ type load struct {
 	tokens  [][]int
 	longest int
 	minimum int
+	output  int // every answer's length, in tokens
 }
 
 func newLoad(name string, prompts []string) load {
-	l := load{name: name, prompts: prompts}
+	l := load{name: name, prompts: prompts, output: outputTokens}
 	for _, p := range prompts {
 		t := openaitest.Tokens(p)
 		l.tokens = append(l.tokens, t)
@@ -204,7 +212,7 @@ type result struct {
 	wall     float64
 }
 
-// outputTokens is every answer's length.
+// outputTokens is every answer's length by default.
 const outputTokens = 8
 
 // simulate sends l's prompts in policy's order, at most inFlight at once,
@@ -236,7 +244,7 @@ func simulate(l load, policy string, inFlight, cache int, firstToken bool) (resu
 				break
 			}
 			running++
-			r := &openaitest.EngineRequest{ID: fmt.Sprint(it.Seq), Tokens: l.tokens[it.Value], Output: outputTokens,
+			r := &openaitest.EngineRequest{ID: fmt.Sprint(it.Seq), Tokens: l.tokens[it.Value], Output: l.output,
 				OnFinish: func(*openaitest.EngineRequest) {
 					answered = append(answered, it)
 					running--
