@@ -24,8 +24,9 @@
 // pinning each request to its slot (id_slot).
 //
 // The client side follows the runner: a request's siblings are released
-// when it is answered (the runner does not stream), and the look-ahead is
-// sendorder's (256 samples, 16 MiB of prompt).
+// when it is answered, or, in the columns "first token", when its first
+// token is out (the runner with a streaming model, openai's stream =
+// "auto"); the look-ahead is sendorder's (256 samples, 16 MiB of prompt).
 package main
 
 import (
@@ -56,6 +57,7 @@ func run(args []string, out io.Writer) error {
 	plan := fs.Bool("plan", false, "instead: time `hayloft plan` on a 35 × 35 NIAH grid to 128K tokens, with its peak memory (plan.go)")
 	bin := fs.String("hayloft", "", "with -plan: the hayloft binary to run (default: build it)")
 	llama := fs.Bool("llama", false, "only the table of llama-server's slots (slots.go)")
+	output := fs.Int("output", outputTokens, "every answer's length in tokens (longer answers favour releasing siblings at the first token)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +75,12 @@ func run(args []string, out io.Writer) error {
 		}
 		loads = append(loads, niahLoad(lengths, 11))
 	}
+	if *output < 1 {
+		return fmt.Errorf("-output %d: want at least 1", *output)
+	}
+	for i := range loads {
+		loads[i].output = *output
+	}
 	if len(loads) == 0 {
 		return fmt.Errorf("-workload %q: want docs, niah or all", *workload)
 	}
@@ -80,16 +88,19 @@ func run(args []string, out io.Writer) error {
 		return slotsTable(out, loads)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tin flight\tcache\tdataset order\tearlier order\ttree order\twall: dataset\twall: earlier\twall: tree\t")
+	fmt.Fprintln(tw, "workload\tin flight\tcache\tdataset order\tearlier order\ttree order\ttree, first token\twall: dataset\twall: earlier\twall: tree\twall: tree, first token\t")
 	for _, l := range loads {
 		for _, inFlight := range []int{16, 64, 256} {
 			for _, mult := range []int{1, 2, 4} {
 				cache := mult * l.longest
 				var ratio, wall []string
-				for _, policy := range []string{sendorder.Task, sendorder.Groups, sendorder.Prefix} {
-					res, err := simulate(l, policy, inFlight, cache)
+				for _, c := range []struct {
+					policy     string
+					firstToken bool
+				}{{sendorder.Task, false}, {sendorder.Groups, false}, {sendorder.Prefix, false}, {sendorder.Prefix, true}} {
+					res, err := simulate(l, c.policy, inFlight, cache, c.firstToken)
 					if err != nil {
-						return fmt.Errorf("%s, %s order, %d in flight, cache %d: %w", l.name, policy, inFlight, cache, err)
+						return fmt.Errorf("%s, %s order, %d in flight, cache %d: %w", l.name, c.policy, inFlight, cache, err)
 					}
 					ratio = append(ratio, fmt.Sprintf("%.2f×", float64(res.computed)/float64(l.minimum)))
 					wall = append(wall, fmt.Sprintf("%.0f s", res.wall))
@@ -113,10 +124,11 @@ type load struct {
 	tokens  [][]int
 	longest int
 	minimum int
+	output  int // every answer's length, in tokens
 }
 
 func newLoad(name string, prompts []string) load {
-	l := load{name: name, prompts: prompts}
+	l := load{name: name, prompts: prompts, output: outputTokens}
 	for _, p := range prompts {
 		t := openaitest.Tokens(p)
 		l.tokens = append(l.tokens, t)
@@ -200,23 +212,28 @@ type result struct {
 	wall     float64
 }
 
-// outputTokens is every answer's length.
+// outputTokens is every answer's length by default.
 const outputTokens = 8
 
 // simulate sends l's prompts in policy's order, at most inFlight at once,
-// to an engine with a cache of cache tokens, in simulated time.
-func simulate(l load, policy string, inFlight, cache int) (result, error) {
+// to an engine with a cache of cache tokens, in simulated time. With
+// firstToken the window learns of each prompt's prefill when its first
+// token is out, else only from its answer.
+func simulate(l load, policy string, inFlight, cache int, firstToken bool) (result, error) {
 	const block = 16
 	e := openaitest.NewEngine(openaitest.EngineConfig{BlockSize: block, NumBlocks: (cache + block - 1) / block})
 	tokensOf := func(s string) int { return len(openaitest.Tokens(s)) }
 	w := sendorder.New[int](policy, sendorder.Options{CacheTokens: e.CacheTokens(), TokensOf: tokensOf})
 	next, running, finished := 0, 0, 0
-	var answered []sendorder.Item[int]
+	var prefilled, answered []sendorder.Item[int]
 	for finished < len(l.prompts) {
+		for _, it := range prefilled {
+			w.Prefilled(it)
+		}
 		for _, it := range answered {
 			w.Done(it)
 		}
-		answered = answered[:0]
+		prefilled, answered = prefilled[:0], answered[:0]
 		for next < len(l.prompts) && !w.Full() {
 			w.Push(next, l.prompts[next], next)
 			next++
@@ -227,14 +244,18 @@ func simulate(l load, policy string, inFlight, cache int) (result, error) {
 				break
 			}
 			running++
-			e.Add(&openaitest.EngineRequest{ID: fmt.Sprint(it.Seq), Tokens: l.tokens[it.Value], Output: outputTokens,
+			r := &openaitest.EngineRequest{ID: fmt.Sprint(it.Seq), Tokens: l.tokens[it.Value], Output: l.output,
 				OnFinish: func(*openaitest.EngineRequest) {
 					answered = append(answered, it)
 					running--
 					finished++
-				}})
+				}}
+			if firstToken {
+				r.OnPrefill = func(*openaitest.EngineRequest) { prefilled = append(prefilled, it) }
+			}
+			e.Add(r)
 		}
-		if !e.Step() && len(answered) == 0 {
+		if !e.Step() && len(answered) == 0 && len(prefilled) == 0 {
 			return result{}, fmt.Errorf("stuck: %d of %d answered, nothing in flight", finished, len(l.prompts))
 		}
 	}

@@ -45,12 +45,14 @@ func TestOneInFlightComputesTheTree(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLoad(tc.name, tc.prompts)
-			res, err := simulate(l, sendorder.Prefix, 1, l.longest+32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.computed != int64(l.minimum) {
-				t.Errorf("computed %d prompt tokens, the tree has %d", res.computed, l.minimum)
+			for _, firstToken := range []bool{false, true} {
+				res, err := simulate(l, sendorder.Prefix, 1, l.longest+32, firstToken)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.computed != int64(l.minimum) {
+					t.Errorf("release at first token %v: computed %d prompt tokens, the tree has %d", firstToken, res.computed, l.minimum)
+				}
 			}
 		})
 	}

@@ -135,19 +135,24 @@ func (h *modelHandle) slot(s int) *int {
 	return &s
 }
 
-// doneQueue carries the samples answered by workers to the dispatcher,
-// which waits on ready when everything read ahead waits for one.
+// doneQueue carries the samples prefilled and answered by workers to the
+// dispatcher, which waits on ready when everything read ahead waits for
+// one.
 type doneQueue struct {
-	mu    sync.Mutex
-	items []sendorder.Item[*sdk.Sample]
-	ready chan struct{}
+	mu              sync.Mutex
+	prefilled, done []sendorder.Item[*sdk.Sample]
+	ready           chan struct{}
 }
 
 func newDoneQueue() *doneQueue { return &doneQueue{ready: make(chan struct{}, 1)} }
 
-func (q *doneQueue) put(it sendorder.Item[*sdk.Sample]) {
+func (q *doneQueue) put(it sendorder.Item[*sdk.Sample]) { q.add(&q.done, it) }
+
+func (q *doneQueue) prefill(it sendorder.Item[*sdk.Sample]) { q.add(&q.prefilled, it) }
+
+func (q *doneQueue) add(list *[]sendorder.Item[*sdk.Sample], it sendorder.Item[*sdk.Sample]) {
 	q.mu.Lock()
-	q.items = append(q.items, it)
+	*list = append(*list, it)
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -155,13 +160,17 @@ func (q *doneQueue) put(it sendorder.Item[*sdk.Sample]) {
 	}
 }
 
-// drain tells w of every answered sample.
+// drain tells w of every prefilled sample, then of every answered one (a
+// sample's prefill is always queued before its answer).
 func (q *doneQueue) drain(w sendorder.Window[*sdk.Sample]) {
 	q.mu.Lock()
-	items := q.items
-	q.items = nil
+	pre, done := q.prefilled, q.done
+	q.prefilled, q.done = nil, nil
 	q.mu.Unlock()
-	for _, it := range items {
+	for _, it := range pre {
+		w.Prefilled(it)
+	}
+	for _, it := range done {
 		w.Done(it)
 	}
 }

@@ -102,8 +102,10 @@ func (r *Runner) respond(ctx context.Context, m *modelHandle, req *sdk.GenerateR
 
 // process runs one sample through one row and returns the time spent
 // waiting for the model, which the kernel's overhead figure excludes.
-// slot is the server slot the send order chose (sdk.GenerateRequest.Slot).
-func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int, slot *int) time.Duration {
+// slot is the server slot the send order chose (sdk.GenerateRequest.Slot);
+// prefilled, when not nil, is called when the model reports the prompt
+// computed (sdk.Prefilled, its first streamed token).
+func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int, slot *int, prefilled func()) time.Duration {
 	p, err := prepare(ctx, rw.model, rw.retriever, orig, false)
 	if err != nil {
 		var re *retrieveError
@@ -128,7 +130,13 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.mu.Unlock()
 	}
 	req := &sdk.GenerateRequest{Messages: p.fitted.Messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(smp), Slot: slot}
-	ans, err := r.respond(ctx, rw.model, req)
+	gctx := ctx
+	if prefilled != nil {
+		// The generation's context only: a judge called by a scorer
+		// below is another request.
+		gctx = sdk.WithPrefillHook(ctx, prefilled)
+	}
+	ans, err := r.respond(gctx, rw.model, req)
 	if err != nil {
 		var ge *generateError
 		if !errors.As(err, &ge) {

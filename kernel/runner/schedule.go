@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -106,9 +107,12 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 	next, stop := iter.Pull2(task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}))
 	defer stop()
 	win := r.newWindow(ctx, order, rows) // see order.go
-	// Workers report each sample answered by every row here; the window
-	// releases a group's siblings when its leader is answered.
+	// Workers report here each sample prefilled and answered by every row;
+	// the window releases a group's siblings when its leader is prefilled.
+	// Only the prefix order listens for the prefill (a streamed first
+	// token): for the others a model need not stream.
 	done := newDoneQueue()
+	listen := order == config.OrderPrefix
 	read, exhausted := 0, false
 	for {
 		for !exhausted && !win.Full() {
@@ -165,11 +169,18 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 		}
 		// A sample counts its jobs down, the dispatch holding one reference
 		// until every row has its job; whoever ends last reports it done.
-		refs := new(atomic.Int32)
+		// Prefills count down alike: each job's first token, or its end.
+		refs, pre := new(atomic.Int32), new(atomic.Int32)
 		refs.Store(1)
+		pre.Store(1)
 		release := func() {
 			if refs.Add(-1) == 0 {
 				done.put(p)
+			}
+		}
+		prefilled := func() {
+			if pre.Add(-1) == 0 {
+				done.prefill(p)
 			}
 		}
 		for i, rw := range rows[first:] {
@@ -185,15 +196,24 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 			}
 			cost.start()
 			refs.Add(1)
+			pre.Add(1)
 			pool.Go(func() {
+				var once sync.Once
+				mine := func() { once.Do(prefilled) }
 				defer rw.model.endJob()
 				defer release() // before endJob frees the slot the next choice waits on
+				defer mine()    // an answer implies the prefill, reported first
+				var hook func()
+				if listen {
+					hook = mine
+				}
 				t0 := time.Now()
-				wait := r.process(rw.ctx, runID, evalName, rw, scorers, p.Value, p.Seq, rw.model.slot(p.Slot))
+				wait := r.process(rw.ctx, runID, evalName, rw, scorers, p.Value, p.Seq, rw.model.slot(p.Slot), hook)
 				cost.done(time.Since(t0) - wait)
 				bar.add()
 			})
 		}
+		prefilled()
 		release()
 	}
 }

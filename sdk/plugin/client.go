@@ -229,7 +229,11 @@ func (m *ModelClient) Generate(ctx context.Context, req *sdk.GenerateRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	r, err := m.mux.muxCall(ctx, &pb.Call{Request: &pb.Call_Generate{Generate: p}}, func() (*pb.Reply, error) {
+	// The unary fallback has no interim replies: a caller that wants the
+	// prefill hears of it from the answer, as with a model that does not
+	// stream.
+	call := &pb.Call{Request: &pb.Call_Generate{Generate: p}, WantPrefilled: sdk.WantsPrefill(ctx)}
+	r, err := m.mux.muxCall(ctx, call, func() (*pb.Reply, error) {
 		resp, err := m.c.Generate(ctx, p)
 		return &pb.Reply{Response: &pb.Reply_Generate{Generate: resp}}, err
 	})

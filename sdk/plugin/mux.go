@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hayloft/hayloft/sdk"
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
 )
 
@@ -75,9 +76,16 @@ type muxStream struct {
 	mu      sync.Mutex
 	nextID  uint64
 	queue   []*pb.Call
-	pending map[uint64]chan *pb.Reply
+	pending map[uint64]waiter
 	err     error // why the stream ended; set once
 	gotOne  bool  // a reply arrived: the plugin serves Calls
+}
+
+// waiter is a call waiting for its reply; prefill, when set, is the
+// caller's context whose prefill hook an interim reply calls.
+type waiter struct {
+	ch      chan *pb.Reply
+	prefill context.Context
 }
 
 // call sends c and waits for its reply. Transport failures come back as the
@@ -100,7 +108,11 @@ func (m *callMux) call(ctx context.Context, c *pb.Call) (*pb.Reply, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		c.DeadlineUnixNano = dl.UnixNano()
 	}
-	s.pending[id] = ch
+	w := waiter{ch: ch}
+	if c.GetWantPrefilled() {
+		w.prefill = ctx
+	}
+	s.pending[id] = w
 	s.queue = append(s.queue, c)
 	s.mu.Unlock()
 	s.signal()
@@ -162,7 +174,7 @@ func (m *callMux) stream() (*muxStream, error) {
 		stream:  st,
 		cancel:  cancel,
 		wake:    make(chan struct{}, 1),
-		pending: map[uint64]chan *pb.Reply{},
+		pending: map[uint64]waiter{},
 	}
 	m.cur = s
 	go s.send()
@@ -216,15 +228,28 @@ func (s *muxStream) receive() {
 		if b, err = s.stream.Recv(); err != nil {
 			break
 		}
+		var prefilled []context.Context
 		s.mu.Lock()
 		s.gotOne = true
 		for _, r := range b.GetReplies() {
-			if ch, ok := s.pending[r.GetId()]; ok {
+			w, ok := s.pending[r.GetId()]
+			switch {
+			case !ok:
+			case r.GetPrefilled():
+				// Interim: the call goes on waiting for its answer.
+				if w.prefill != nil {
+					prefilled = append(prefilled, w.prefill)
+				}
+			default:
 				delete(s.pending, r.GetId())
-				ch <- r
+				w.ch <- r
 			}
 		}
 		s.mu.Unlock()
+		// Hooks are the caller's code: run them outside the lock.
+		for _, ctx := range prefilled {
+			sdk.Prefilled(ctx)
+		}
 	}
 	s.mu.Lock()
 	if status.Code(err) == codes.Unimplemented && !s.gotOne {
@@ -245,8 +270,8 @@ func (s *muxStream) receive() {
 		s.mux.unsupported = true
 	}
 	s.mux.mu.Unlock()
-	for _, ch := range pending {
-		close(ch)
+	for _, w := range pending {
+		close(w.ch)
 	}
 }
 

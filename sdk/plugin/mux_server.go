@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hayloft/hayloft/sdk"
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
 	"github.com/hayloft/hayloft/sdk/workers"
 )
@@ -57,6 +58,11 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 					continue
 				}
 				cctx, cancel := callContext(ctx, c.GetDeadlineUnixNano())
+				var prefill *interim
+				if c.GetWantPrefilled() {
+					prefill = &interim{id: c.GetId(), out: out}
+					cctx = sdk.WithPrefillHook(cctx, prefill.send)
+				}
 				mu.Lock()
 				running[c.GetId()] = cancel
 				mu.Unlock()
@@ -68,6 +74,7 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 					// request (a long prompt, say) can go as soon as the
 					// component has what it needs of it.
 					r := cs.run(cctx, c)
+					prefill.close() // before the final reply is queued
 					mu.Lock()
 					delete(running, id)
 					mu.Unlock()
@@ -163,6 +170,33 @@ func replyError(err error) *pb.Error {
 		return &pb.Error{Message: st.Message()}
 	}
 	return errorToProto(err)
+}
+
+// interim queues a call's interim prefilled reply, only while the call
+// runs: the host must see it before the final reply, and a model that
+// reports late (from a goroutine outliving Generate) is ignored.
+type interim struct {
+	id     uint64
+	out    *replyQueue
+	mu     sync.Mutex
+	closed bool
+}
+
+func (p *interim) send() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.out.push(&pb.Reply{Id: p.id, Prefilled: true})
+	}
+}
+
+func (p *interim) close() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
 }
 
 // replyQueue collects finished calls' replies for the sending loop.

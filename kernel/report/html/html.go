@@ -100,6 +100,7 @@ func Write(ctx context.Context, w io.Writer, st *store.Store, run *journal.Run, 
 	p.evals()
 	p.ablation()
 	p.tables()
+	p.prefixCache(ctx, st) // prefixcache.go
 	p.browserShell()
 	if !opts.Live {
 		if err := p.details(ctx, st); err != nil {

@@ -26,6 +26,9 @@ type Eval struct {
 	Base, Model, Retriever string // Retriever "" is the full-context control
 	Scorers                []string
 	Samples                []Sample
+	// PrefixMetrics, when set, is journaled as the row's server counters
+	// (the row is then finished with its samples counted).
+	PrefixMetrics *store.PrefixMetrics
 }
 
 // JournalName is the row's name in the journal, as the runner forms it.
@@ -54,6 +57,9 @@ type Sample struct {
 	Invalid  map[string]bool
 	Details  map[string]map[string]any
 	Attempts []sdk.Attempt
+	// CachedTokens is the prompt tokens the answer reported cached; nil:
+	// not reported.
+	CachedTokens *int
 }
 
 // Write journals r in st and returns the run's ID.
@@ -89,7 +95,7 @@ func Write(ctx context.Context, st *store.Store, r Run) (string, error) {
 				continue
 			}
 			resp := &sdk.GenerateResponse{Text: s.Response, FinishReason: "stop", Attempts: s.Attempts,
-				Usage: sdk.Usage{PromptTokens: s.Length, CompletionTokens: 5}}
+				Usage: sdk.Usage{PromptTokens: s.Length, CompletionTokens: 5, CachedTokens: s.CachedTokens}}
 			if err := st.PutResponse(ctx, keyer, keyed, resp, 20*time.Millisecond); err != nil {
 				return "", err
 			}
@@ -108,6 +114,14 @@ func Write(ctx context.Context, st *store.Store, r Run) (string, error) {
 			if err := st.PutResult(ctx, id, name, smp, meta, scores); err != nil {
 				return "", err
 			}
+		}
+	}
+	for _, ev := range r.Evals {
+		if ev.PrefixMetrics == nil {
+			continue
+		}
+		if err := st.FinishEval(ctx, id, ev.JournalName(), store.Outcome{Samples: len(ev.Samples), PrefixMetrics: ev.PrefixMetrics}, nil); err != nil {
+			return "", err
 		}
 	}
 	if !r.Running {

@@ -89,7 +89,7 @@ func (d *doer) do(ctx context.Context, method, url string, body any, parse func(
 // becomes a bad_response RequestError. Every attempt is returned, failed or
 // not; on failure the error is an *AttemptsError.
 func (d *doer) send(ctx context.Context, method, url string, payload []byte, parse func([]byte) error) ([]sdk.Attempt, error) {
-	return d.sendBody(ctx, method, url, reqBody{bytes: payload}, parse)
+	return d.sendBody(ctx, method, url, reqBody{bytes: payload}, buffered(parse))
 }
 
 // reqBody is a request's body: bytes, or a stream of size bytes made anew
@@ -100,11 +100,13 @@ type reqBody struct {
 	size   int64
 }
 
-// sendBody is send with any reqBody.
-func (d *doer) sendBody(ctx context.Context, method, url string, payload reqBody, parse func([]byte) error) ([]sdk.Attempt, error) {
+// sendBody is send with any reqBody, and a 2xx body handed to read as it
+// arrives (a streamed answer) instead of whole. read's errors from reading
+// the body are transport failures, retried; its own are bad responses.
+func (d *doer) sendBody(ctx context.Context, method, url string, payload reqBody, read func(io.Reader) error) ([]sdk.Attempt, error) {
 	var attempts []sdk.Attempt
 	for n := 0; ; n++ {
-		_, after, err := d.once(ctx, method, url, payload, parse, &attempts)
+		_, after, err := d.once(ctx, method, url, payload, read, &attempts)
 		if err == nil {
 			return attempts, nil
 		}
@@ -143,8 +145,56 @@ var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // answer (embeddings, echoed logprobs) should not stay pinned in the pool.
 const maxPooledBody = 64 << 10
 
+// buffered reads a body whole, into a pooled buffer, and parses it.
+func buffered(parse func([]byte) error) func(io.Reader) error {
+	return func(r io.Reader) error {
+		buf := bodyPool.Get().(*bytes.Buffer)
+		defer func() {
+			if buf.Cap() <= maxPooledBody {
+				buf.Reset()
+				bodyPool.Put(buf)
+			}
+		}()
+		if _, err := buf.ReadFrom(r); err != nil {
+			return err
+		}
+		return parse(buf.Bytes())
+	}
+}
+
+// bodyError is a failure to read a body, as opposed to what it says.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// errTooLarge is a body past maxBody.
+var errTooLarge = fmt.Errorf("response larger than %d bytes", maxBody)
+
+// bodyReader reads a response body up to maxBody, marking its failures as
+// bodyErrors.
+type bodyReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, &bodyError{errTooLarge}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if err != nil && err != io.EOF {
+		err = &bodyError{err}
+	}
+	return n, err
+}
+
 // once runs a single attempt and appends it to attempts.
-func (d *doer) once(ctx context.Context, method, url string, payload reqBody, parse func([]byte) error, attempts *[]sdk.Attempt) (status int, after time.Duration, err error) {
+func (d *doer) once(ctx context.Context, method, url string, payload reqBody, read func(io.Reader) error, attempts *[]sdk.Attempt) (status int, after time.Duration, err error) {
 	start := time.Now()
 	defer func() {
 		a := sdk.Attempt{Status: status, LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
@@ -179,28 +229,28 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, pa
 		return 0, 0, d.transportError(ctx, actx, method, url, err)
 	}
 	defer resp.Body.Close()
-	buf := bodyPool.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledBody {
-			buf.Reset()
-			bodyPool.Put(buf)
-		}
-	}()
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, maxBody+1)); err != nil {
-		return resp.StatusCode, 0, d.transportError(ctx, actx, method, url, fmt.Errorf("read body: %w", err))
-	}
-	raw := buf.Bytes()
-	if len(raw) > maxBody {
-		return resp.StatusCode, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: response larger than %d bytes", method, url, maxBody)}
-	}
+	body := &bodyReader{r: resp.Body, left: maxBody}
 	status = resp.StatusCode
 	if status >= 200 && status < 300 {
-		if err := parse(raw); err != nil {
-			return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: d.redact(fmt.Sprintf("%s %s: %v", method, url, err))}
+		err := read(body)
+		var be *bodyError
+		switch {
+		case err == nil:
+			return status, 0, nil
+		case errors.Is(err, errTooLarge):
+			return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: %v", method, url, errTooLarge)}
+		case errors.As(err, &be):
+			return status, 0, d.transportError(ctx, actx, method, url, fmt.Errorf("read body: %w", be.err))
 		}
-		return status, 0, nil
+		return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: d.redact(fmt.Sprintf("%s %s: %v", method, url, err))}
 	}
-	code, msg := errorBody(raw)
+	var code, msg string
+	if err := buffered(func(raw []byte) error { code, msg = errorBody(raw); return nil })(body); err != nil {
+		if errors.Is(err, errTooLarge) {
+			return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: %v", method, url, errTooLarge)}
+		}
+		return status, 0, d.transportError(ctx, actx, method, url, fmt.Errorf("read body: %w", err))
+	}
 	msg = d.redact(fmt.Sprintf("%s %s: HTTP %d: %s", method, url, status, msg))
 	switch {
 	case status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500:

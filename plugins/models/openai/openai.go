@@ -135,7 +135,7 @@ func (c *Client) preflight(ctx context.Context) error {
 	defer cancel()
 	var attempts []sdk.Attempt
 	url := c.s.base + "/models"
-	status, _, err := c.once(pctx, "GET", url, reqBody{}, func([]byte) error { return nil }, &attempts)
+	status, _, err := c.once(pctx, "GET", url, reqBody{}, buffered(func([]byte) error { return nil }), &attempts)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
@@ -252,6 +252,9 @@ type request struct {
 	// IDSlot is llama-server's slot for the request: the kernel's send
 	// order pins a shared prefix to the slot that holds it.
 	IDSlot *int `json:"id_slot,omitempty"`
+	// Stream asks for server-sent events (stream.go).
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 }
 
 // usage is the token count an answer reports: OpenAI, vLLM (with
@@ -321,40 +324,48 @@ func (c *Client) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.G
 		body.MaxTokens = req.Sample.MaxNewTokens
 	}
 	body.IDSlot = req.Slot
+	if c.streams(ctx) {
+		return c.generateStream(ctx, &body)
+	}
 	var out generateResponse
-	attempts, err := c.post(ctx, c.genURL, &body, func(raw []byte) error {
-		out = generateResponse{}
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return fmt.Errorf("decode answer: %w", err)
-		}
-		if len(out.Choices) == 0 {
-			return errors.New("answer has no choices")
-		}
-		ch := &out.Choices[0]
-		if chat && ch.Message.Content == nil {
-			return errors.New("answer has no message content")
-		}
-		if !chat && ch.Text == nil {
-			return errors.New("answer has no text")
-		}
-		return nil
-	})
+	attempts, err := c.post(ctx, c.genURL, &body, func(raw []byte) error { return out.decode(raw, chat) })
 	if err != nil {
 		return nil, c.classify(err)
 	}
 	c.answered.Store(true)
 	c.connFails.Store(0)
+	resp := out.answer(chat)
+	resp.Attempts = attempts
+	return resp, nil
+}
+
+// decode reads a whole answer into out.
+func (out *generateResponse) decode(raw []byte, chat bool) error {
+	*out = generateResponse{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	if len(out.Choices) == 0 {
+		return errors.New("answer has no choices")
+	}
+	ch := &out.Choices[0]
+	if chat && ch.Message.Content == nil {
+		return errors.New("answer has no message content")
+	}
+	if !chat && ch.Text == nil {
+		return errors.New("answer has no text")
+	}
+	return nil
+}
+
+// answer is the decoded answer as the kernel takes it.
+func (out *generateResponse) answer(chat bool) *sdk.GenerateResponse {
 	ch := &out.Choices[0]
 	text := ch.Text
 	if chat {
 		text = ch.Message.Content
 	}
-	return &sdk.GenerateResponse{
-		Text:         *text,
-		FinishReason: ch.FinishReason,
-		Usage:        sdkUsage(out.Usage, out.Timings),
-		Attempts:     attempts,
-	}, nil
+	return &sdk.GenerateResponse{Text: *text, FinishReason: ch.FinishReason, Usage: sdkUsage(out.Usage, out.Timings)}
 }
 
 // body starts a request body: the model and the decoding parameters.
@@ -372,7 +383,7 @@ func (c *Client) post(ctx context.Context, url string, r *request, parse func([]
 	if err != nil {
 		return nil, fmt.Errorf("encode request for %s: %w", url, err)
 	}
-	return c.sendBody(ctx, "POST", url, body, parse)
+	return c.sendBody(ctx, "POST", url, body, buffered(parse))
 }
 
 // encode encodes r with extra_body's members first. They never collide with

@@ -48,6 +48,14 @@ type Options struct {
 	// row got no answer from the server, each after its retries; default
 	// 5, 0 never stops. Finished samples stay journaled.
 	MaxConnectionFailures *int `json:"max_connection_failures"`
+	// Stream is "auto" (default), "on" or "off". Streamed answers tell the
+	// kernel when the server has computed a prompt (its first token), so
+	// that requests sharing its prefix go then rather than at the end of
+	// the answer. "auto" streams exactly when the kernel listens for that
+	// (its prefix send order, a run's samples); every server hayloft speaks
+	// to (vLLM, SGLang, llama-server, OpenAI) streams chat and completions.
+	// "off" is for a proxy that does not pass events through.
+	Stream string `json:"stream"`
 
 	// APIKey exists only to reject a key written in the config with a
 	// message that says what to do instead.
@@ -59,7 +67,7 @@ type Options struct {
 // extra_body must not override them behind the cache's back; id_slot is
 // the kernel's send order's (a llama-server slot per shared prefix).
 var reservedBody = []string{"model", "messages", "prompt", "stream", "n", "echo", "logprobs",
-	"temperature", "top_p", "max_tokens", "stop", "seed", "input", "id_slot"}
+	"temperature", "top_p", "max_tokens", "stop", "seed", "input", "id_slot", "stream_options"}
 
 // settings are validated Options.
 type settings struct {
@@ -74,7 +82,8 @@ type settings struct {
 	tokenizer       string
 	batch           int
 	loglikelihood   bool
-	maxConnFails    int // 0: never stop
+	maxConnFails    int    // 0: never stop
+	stream          string // StreamAuto, StreamOn or StreamOff
 }
 
 func parseOptions(opts sdk.Options) (*settings, error) {
@@ -152,6 +161,14 @@ func parseOptions(opts sdk.Options) (*settings, error) {
 	}
 	if o.BatchSize > 0 {
 		s.batch = o.BatchSize
+	}
+	switch o.Stream {
+	case "", StreamAuto:
+		s.stream = StreamAuto
+	case StreamOn, StreamOff:
+		s.stream = o.Stream
+	default:
+		return nil, sdk.Configf("stream", "want \"auto\", \"on\" or \"off\", got %q", o.Stream)
 	}
 	s.maxConnFails = 5
 	if o.MaxConnectionFailures != nil {

@@ -734,7 +734,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		stream = startSSE(w, id, s.opts.Model)
 	}
 	if stream != nil {
-		stream.finish(text, reason, usage, so)
+		stream.finish(text, reason, usage, timings, so)
 		return
 	}
 	body := map[string]any{

@@ -83,10 +83,13 @@ func (s *sse) event(v any) {
 	}
 }
 
-func (s *sse) chunk(choices []any, usage map[string]any) {
+func (s *sse) chunk(choices []any, usage, timings map[string]any) {
 	ev := map[string]any{"id": s.id, "object": "chat.completion.chunk", "created": 0, "model": s.model, "choices": choices}
 	if usage != nil {
 		ev["usage"] = usage
+	}
+	if timings != nil {
+		ev["timings"] = timings
 	}
 	s.event(ev)
 }
@@ -105,17 +108,21 @@ func (s *sse) tokens(text string, upto int) {
 		if s.sent == 0 {
 			delta["role"] = "assistant"
 		}
-		s.chunk([]any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}, nil)
+		s.chunk([]any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}, nil, nil)
 	}
 }
 
 // finish sends the rest of text, the finish reason, the usage if asked
-// and the end of the stream.
-func (s *sse) finish(text, reason string, usage map[string]any, o streamOptions) {
+// and the end of the stream. timings, when not nil, ride on the last chunk
+// as llama-server sends them.
+func (s *sse) finish(text, reason string, usage, timings map[string]any, o streamOptions) {
 	s.tokens(text, len(tokenSpans(text)))
-	s.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": reason}}, nil)
-	if o.includeUsage {
-		s.chunk([]any{}, usage)
+	s.chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": reason}}, nil, nil)
+	switch {
+	case o.includeUsage:
+		s.chunk([]any{}, usage, timings)
+	case timings != nil:
+		s.chunk([]any{}, nil, timings)
 	}
 	fmt.Fprint(s.w, "data: [DONE]\n\n")
 }

@@ -2040,7 +2040,13 @@ type Call struct {
 	//	*Call_Generate
 	//	*Call_Score
 	//	*Call_Retrieve
-	Request       isCall_Request `protobuf_oneof:"request"`
+	Request isCall_Request `protobuf_oneof:"request"`
+	// Set on a Generate call whose caller wants to know when the prompt has
+	// been computed (sdk.WithPrefillHook): the plugin then sends an interim
+	// Reply with prefilled set once the model reports it (a streamed first
+	// token), before the final reply. Plugins that predate it ignore it and
+	// the host learns of the prompt only from the answer.
+	WantPrefilled bool `protobuf:"varint,7,opt,name=want_prefilled,json=wantPrefilled,proto3" json:"want_prefilled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2130,6 +2136,13 @@ func (x *Call) GetRetrieve() *RetrieveRequest {
 	return nil
 }
 
+func (x *Call) GetWantPrefilled() bool {
+	if x != nil {
+		return x.WantPrefilled
+	}
+	return false
+}
+
 type isCall_Request interface {
 	isCall_Request()
 }
@@ -2206,7 +2219,10 @@ type Reply struct {
 	//	*Reply_Generate
 	//	*Reply_Score
 	//	*Reply_Retrieve
-	Response      isReply_Response `protobuf_oneof:"response"`
+	Response isReply_Response `protobuf_oneof:"response"`
+	// Set on an interim reply, with no response and no error, to a call with
+	// want_prefilled: its prompt has been computed. The final reply follows.
+	Prefilled     bool `protobuf:"varint,6,opt,name=prefilled,proto3" json:"prefilled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2287,6 +2303,13 @@ func (x *Reply) GetRetrieve() *RetrieveResponse {
 		}
 	}
 	return nil
+}
+
+func (x *Reply) GetPrefilled() bool {
+	if x != nil {
+		return x.Prefilled
+	}
+	return false
 }
 
 type isReply_Response interface {
@@ -2741,23 +2764,25 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10RetrieveResponse\x12\x18\n" +
 	"\acontext\x18\x01 \x01(\tR\acontext\x120\n" +
 	"\x06chunks\x18\x02 \x03(\v2\x18.hayloft.plugin.v1.ChunkR\x06chunks\x12!\n" +
-	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson\"\xa4\x02\n" +
+	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson\"\xcb\x02\n" +
 	"\x04Call\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12,\n" +
 	"\x12deadline_unix_nano\x18\x02 \x01(\x03R\x10deadlineUnixNano\x12\x16\n" +
 	"\x06cancel\x18\x03 \x01(\bR\x06cancel\x12@\n" +
 	"\bgenerate\x18\x04 \x01(\v2\".hayloft.plugin.v1.GenerateRequestH\x00R\bgenerate\x127\n" +
 	"\x05score\x18\x05 \x01(\v2\x1f.hayloft.plugin.v1.ScoreRequestH\x00R\x05score\x12@\n" +
-	"\bretrieve\x18\x06 \x01(\v2\".hayloft.plugin.v1.RetrieveRequestH\x00R\bretrieveB\t\n" +
+	"\bretrieve\x18\x06 \x01(\v2\".hayloft.plugin.v1.RetrieveRequestH\x00R\bretrieve\x12%\n" +
+	"\x0ewant_prefilled\x18\a \x01(\bR\rwantPrefilledB\t\n" +
 	"\arequest\":\n" +
 	"\tCallBatch\x12-\n" +
-	"\x05calls\x18\x01 \x03(\v2\x17.hayloft.plugin.v1.CallR\x05calls\"\x93\x02\n" +
+	"\x05calls\x18\x01 \x03(\v2\x17.hayloft.plugin.v1.CallR\x05calls\"\xb1\x02\n" +
 	"\x05Reply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
 	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\x12A\n" +
 	"\bgenerate\x18\x03 \x01(\v2#.hayloft.plugin.v1.GenerateResponseH\x00R\bgenerate\x128\n" +
 	"\x05score\x18\x04 \x01(\v2 .hayloft.plugin.v1.ScoreResponseH\x00R\x05score\x12A\n" +
-	"\bretrieve\x18\x05 \x01(\v2#.hayloft.plugin.v1.RetrieveResponseH\x00R\bretrieveB\n" +
+	"\bretrieve\x18\x05 \x01(\v2#.hayloft.plugin.v1.RetrieveResponseH\x00R\bretrieve\x12\x1c\n" +
+	"\tprefilled\x18\x06 \x01(\bR\tprefilledB\n" +
 	"\n" +
 	"\bresponse\"@\n" +
 	"\n" +
