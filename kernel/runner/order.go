@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/kernel/limiter"
@@ -92,8 +93,25 @@ func (r *Runner) prefixCache(ctx context.Context, h *modelHandle) limiter.Prefix
 	return h.cache
 }
 
-// orderPrompt is the text the order is decided on: the rendered messages.
-func orderPrompt(smp *sdk.Sample) string { return messagesText(smp.Render()) }
+// orderPrompt is the text the order is decided on: the rendered messages'
+// contents joined by newlines, as messagesText joins them. It is held for
+// every sample read ahead, so it is written once into a buffer sized for
+// it, instead of rendered into messages and joined into a second copy.
+func orderPrompt(smp *sdk.Sample) string {
+	tmpl := smp.Template()
+	n := len(smp.Context) + len(smp.Question) + len(tmpl)
+	for _, m := range tmpl {
+		n += len(m.Content)
+	}
+	b := make([]byte, 0, n)
+	for i, m := range tmpl {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = smp.AppendContent(b, m.Content)
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
 
 // messagesText is messages' contents, one after another.
 func messagesText(msgs []sdk.Message) string {

@@ -201,3 +201,25 @@ func TestPrefixOrderSavesPrefill(t *testing.T) {
 	}
 	t.Logf("prompt bytes computed: prefix order %d, task order %d", computed[config.OrderPrefix], computed[config.OrderTask])
 }
+
+// orderPrompt writes exactly the text messagesText makes of Render, once.
+func TestOrderPromptIsTheRenderedText(t *testing.T) {
+	ctx := strings.Repeat("haystack ", 20000)
+	for _, smp := range []*sdk.Sample{
+		{Context: ctx, Question: "where is the needle?"},
+		{Context: ctx, Question: "q", Messages: []sdk.Message{
+			{Role: "system", Content: "read {{context}} twice: {{context}}"},
+			{Role: "user", Content: "{{question}} and {{context}}"},
+		}},
+		{Context: "", Question: "", Messages: []sdk.Message{{Role: "user", Content: "no slots"}}},
+		{Context: "has {{question}} inside", Question: "Q"},
+	} {
+		if got, want := orderPrompt(smp), messagesText(smp.Render()); got != want {
+			t.Errorf("orderPrompt differs from the rendered text (%d vs %d bytes)", len(got), len(want))
+		}
+	}
+	one := &sdk.Sample{Context: ctx, Question: "q"}
+	if allocs := testing.AllocsPerRun(10, func() { orderPrompt(one) }); allocs != 1 {
+		t.Errorf("%v allocations per order prompt, want 1", allocs)
+	}
+}
