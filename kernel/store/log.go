@@ -206,6 +206,28 @@ func newSegment(dir string) (*segment, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// Another process opening the journal may remove a .new file between
+	// its creation and its lock (removeStrayNew cannot tell it from one a
+	// dead process left): the file is then made again under a new name.
+	var err error
+	for range newSegmentTries {
+		var seg *segment
+		if seg, err = tryNewSegment(dir); !errors.Is(err, errSegmentTaken) {
+			return seg, err
+		}
+	}
+	return nil, fmt.Errorf("create a log file in %s: %w", dir, err)
+}
+
+// newSegmentTries bounds the retries of newSegment; each loses only to a
+// journal being opened at that very moment.
+const newSegmentTries = 8
+
+// errSegmentTaken is a new file removed or locked by another process
+// before its creator locked it.
+var errSegmentTaken = errors.New("new log file taken by another process before it was locked")
+
+func tryNewSegment(dir string) (*segment, error) {
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	name := fmt.Sprintf("%s-%d-%s.log", time.Now().UTC().Format("20060102T150405.000000Z"), os.Getpid(), hex.EncodeToString(rnd[:]))
@@ -219,10 +241,25 @@ func newSegment(dir string) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ok, err := lockFile(f); err != nil || !ok {
+	ok, err := lockFile(f)
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return nil, fmt.Errorf("lock %s: held elsewhere (%v)", tmp, err)
+		return nil, fmt.Errorf("lock %s: %w", tmp, err)
+	}
+	if !ok {
+		// Held by a process about to remove it as stray.
+		f.Close()
+		return nil, errSegmentTaken
+	}
+	// Locked, but perhaps after it was removed: the lock is then on a
+	// file no name leads to.
+	if fi, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, err
+	} else if at, err := os.Stat(tmp); err != nil || !os.SameFile(fi, at) {
+		f.Close()
+		return nil, errSegmentTaken
 	}
 	if _, err := f.WriteString(logMagic); err != nil {
 		f.Close()

@@ -544,3 +544,44 @@ func TestStrayNewSegmentRemoved(t *testing.T) {
 		t.Errorf("a segment still being created was removed: %v", err)
 	}
 }
+
+// A journal opened while another process creates a log file may take the
+// half-made file for one a dead process left (removeStrayNew); the creator
+// must notice and make another, never fail. flock locks conflict between
+// two opens in one process, so goroutines stand in for the processes.
+func TestNewSegmentRacesStrayRemoval(t *testing.T) {
+	dir := t.TempDir()
+	done := make(chan struct{})
+	var swept sync.WaitGroup
+	swept.Add(1)
+	go func() {
+		defer swept.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), ".log.new") {
+					removeStrayNew(filepath.Join(dir, e.Name()))
+				}
+			}
+		}
+	}()
+	for i := range 300 {
+		seg, err := newSegment(dir)
+		if err != nil {
+			close(done)
+			swept.Wait()
+			t.Fatalf("segment %d: %v", i, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, seg.name)); err != nil {
+			t.Errorf("segment %d: %v", i, err)
+		}
+		seg.f.Close()
+	}
+	close(done)
+	swept.Wait()
+}
