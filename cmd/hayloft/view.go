@@ -35,6 +35,11 @@ func (e *cliEnv) cmdView(ctx context.Context, args []string) error {
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
 		fmt.Fprintf(e.stderr, "hayloft: warning: serving on %s, reachable from other machines; the journal holds every prompt and answer\n", ln.Addr())
 	}
+	stopProfile, err := startKernelProfile("view")
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	v := view.New(st)
 	// Draw the newest run's page while the user opens the browser.
 	go v.Warm(ctx)

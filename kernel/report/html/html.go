@@ -318,7 +318,7 @@ func figures(ev *journal.Eval) (grid, plot string) {
 // Later is the HTML of each place a page drawn with Options.First left
 // for the server to fill, by element ID, drawn from the whole run as a page
 // without First draws them.
-func Later(run *journal.Run) map[string]string {
+func Later(ctx context.Context, st *store.Store, run *journal.Run) (map[string]string, error) {
 	out := map[string]string{"hl-ids": identities(run), "hl-note": ""}
 	for k, ev := range run.Evals {
 		out[fmt.Sprintf("hl-grid-%d", k)], out[fmt.Sprintf("hl-plot-%d", k)] = figures(ev)
@@ -334,7 +334,15 @@ func Later(run *journal.Run) map[string]string {
 	p.ablation()
 	p.w.Flush()
 	out["hl-ablation"] = b.String()
-	return out
+	b.Reset()
+	p = &page{w: bufio.NewWriter(&b), run: run}
+	p.prefixCache(ctx, st)
+	if p.err != nil {
+		return nil, p.err
+	}
+	p.w.Flush()
+	out["hl-prefix-cache"] = b.String()
+	return out, nil
 }
 
 // ablation draws, for each eval and model that ran with more than one

@@ -20,6 +20,12 @@ func (p *page) prefixCache(ctx context.Context, st *store.Store) {
 	if st == nil || p.err != nil {
 		return
 	}
+	if p.opts.First != nil {
+		// Summing every response of a run is no first-page work (a
+		// second on 200,000 samples): Later draws it.
+		p.raw(`<div class="hl-later" id="hl-prefix-cache"></div>`)
+		return
+	}
 	uses := make([]store.PrefixUse, len(p.run.Evals))
 	for i, ev := range p.run.Evals {
 		u, err := st.PrefixUse(ctx, p.run.ID, ev.Name)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	reporthtml "github.com/hayloft/hayloft/kernel/report/html"
@@ -27,6 +28,12 @@ func samples(k, n int) []reporttest.Sample {
 		s := reporttest.Sample{ID: fmt.Sprintf("e%d-s%04d", k, i), Length: 1000 * (1 + i%4), Depth: float64(i%3) / 2,
 			Response: fmt.Sprintf("<b>%d</b>", i), Scores: map[string]float64{"niah": float64(i%5) / 4},
 			Invalid: map[string]bool{}}
+		if k == 0 && i%2 == 0 {
+			// Some answers report cached prompt tokens: the prefix-cache
+			// section, drawn later too.
+			c := s.Length / 2
+			s.CachedTokens = &c
+		}
 		switch {
 		case i%11 == 3:
 			s.Fail = "boom"
@@ -156,6 +163,9 @@ func TestViewFirstPageIsTheWholePage(t *testing.T) {
 				}
 				return h
 			})
+			if !strings.Contains(filled, `<section id="prefix-cache">`) {
+				t.Error("the filled first page has no prefix-cache section")
+			}
 			strip := func(s string) string { return hlIndex.ReplaceAllString(s, "") }
 			if a, b := strip(filled), strip(whole.String()); a != b {
 				i := 0

@@ -244,7 +244,11 @@ func (s *Server) drawRest(ctx context.Context, id string) ([]byte, error) {
 	b.WriteString(`{"later":`)
 	// encoding/json escapes <, > and &: the fragments reach the page as
 	// JSON strings, which its script puts in place.
-	if err := json.NewEncoder(&b).Encode(reporthtml.Later(run)); err != nil {
+	later, err := reporthtml.Later(ctx, s.st, run)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.NewEncoder(&b).Encode(later); err != nil {
 		return nil, err
 	}
 	b.WriteString(`,"index":`)
