@@ -28,6 +28,11 @@ import (
 // tails. With nothing in flight the next prompt in the walk always goes
 // (one document larger than the cache).
 //
+// The server evicts by age (LRU), not by what the window still needs: a
+// sibling waiting for room keeps it (no prompt passes it into the cache),
+// and while the look-ahead is full of pending prompts the shared prefixes
+// of answered ones stay counted, for siblings not read yet.
+//
 // Prompts already answered stay as hints of what is cached; they count
 // toward the look-ahead bounds and the oldest are dropped first when the
 // window is full.
@@ -40,8 +45,11 @@ type treeWindow[T any] struct {
 	nextID  int
 	// lastPopped is the entry sent last: the walk goes on from there.
 	lastPopped int
-	byID       map[int]*entry[T]
-	memo       map[[2]int]int // (entry id, prefix bytes) -> tokens; nil: the estimate is cheaper than the memo
+	// saturated: the look-ahead is full of pending prompts, so siblings
+	// of those answered may still be unread (see occupancy).
+	saturated bool
+	byID      map[int]*entry[T]
+	memo      map[[2]int]int // (entry id, prefix bytes) -> tokens; nil: the estimate is cheaper than the memo
 	// slots: see slots.go; nil unless Options.Slots.
 	slots []slotState
 	clock int
@@ -145,9 +153,11 @@ func (w *treeWindow[T]) Full() bool {
 		}
 		over := len(w.list) >= LookaheadSamples || w.bytes >= LookaheadBytes
 		if !over {
+			w.saturated = false
 			return false
 		}
 		if oldest < 0 || done <= LookaheadSamples/4 && doneBytes <= LookaheadBytes/4 {
+			w.saturated = w.pending > 0
 			return w.pending > 0 || oldest < 0 && inFlight > 0
 		}
 		w.remove(oldest)
@@ -354,6 +364,12 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 		cands = append(cands, cand{i, covered[i], coming[i]})
 	}
 	pick := -1
+	// held: what the prompts passed over because they did not fit will
+	// need. A prompt whose shared prefix is computed and that waits for
+	// room keeps that room: the server's LRU evicts the oldest free
+	// blocks first, needed or not, so the prompts passing it would evict
+	// the prefix it waits to reuse.
+	held := 0
 	for _, c := range cands {
 		e := w.list[c.i]
 		cost := w.tokens(e, len(e.text)) - w.tokens(e, c.covered) + perRequest
@@ -364,9 +380,12 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 		// not: the server must be kept busy, and one at a time the walk
 		// computes the tree exactly. A cache size that is only a guess
 		// holds nothing back.
-		if inFlight == 0 || w.opts.Assumed || cost <= free {
+		if inFlight == 0 || w.opts.Assumed || cost+held <= free {
 			pick = c.i
 			break
+		}
+		if c.covered >= minShare {
+			held += cost
 		}
 	}
 	if pick < 0 {
@@ -398,6 +417,14 @@ func (w *treeWindow[T]) occupancy(covered []int) (used, inFlight int) {
 			used += perRequest
 		case statePending:
 			c = min(covered[i], len(e.text))
+		case stateDone:
+			// With the look-ahead full, an answered prompt's shared
+			// prefix may serve siblings not read yet: it stays counted.
+			if w.saturated {
+				if c = w.shared(i); c < minShare {
+					c = 0
+				}
+			}
 		}
 		if c == 0 {
 			continue
@@ -412,8 +439,8 @@ func (w *treeWindow[T]) occupancy(covered []int) (used, inFlight int) {
 	return used, inFlight
 }
 
-// tail is the tokens of list[i] that it shares with no other prompt here.
-func (w *treeWindow[T]) tail(i int) int {
+// shared is the bytes list[i] shares with its nearest neighbour.
+func (w *treeWindow[T]) shared(i int) int {
 	best := 0
 	if i > 0 {
 		best = w.adj[i-1]
@@ -421,8 +448,13 @@ func (w *treeWindow[T]) tail(i int) int {
 	if i+1 < len(w.list) {
 		best = max(best, w.adj[i])
 	}
+	return min(best, len(w.list[i].text))
+}
+
+// tail is the tokens of list[i] that it shares with no other prompt here.
+func (w *treeWindow[T]) tail(i int) int {
 	e := w.list[i]
-	return w.tokens(e, len(e.text)) - w.tokens(e, min(best, len(e.text)))
+	return w.tokens(e, len(e.text)) - w.tokens(e, w.shared(i))
 }
 
 func (w *treeWindow[T]) Prefilled(it Item[T]) {

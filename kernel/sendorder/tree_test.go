@@ -225,3 +225,43 @@ func TestTreeAssumedCacheHoldsNothingBack(t *testing.T) {
 		}
 	}
 }
+
+// A sibling whose shared prefix is computed but whose tail does not fit
+// yet keeps its room: a cheaper sibling of another document does not pass
+// it, since the server's LRU would evict the oldest free blocks (the
+// prefix it waits for) to make room for the one passing.
+func TestTreeWaitingSiblingKeepsItsRoom(t *testing.T) {
+	docA, docB, docX := text(1, 15000), text(2, 15000), text(3, 15000) // 5000 tokens each
+	w := New[string](Prefix, Options{CacheTokens: 20000})
+	pop := func() (string, Status) {
+		it, st := w.Pop()
+		return it.Value, st
+	}
+	w.Push(0, docA+"|q", "A1")
+	w.Push(1, docB+"|q", "B1")
+	w.Push(2, docX, "X")
+	var first []Item[string]
+	for {
+		it, st := w.Pop()
+		if st != Popped {
+			break
+		}
+		first = append(first, it)
+	}
+	if len(first) != 3 {
+		t.Fatalf("%d sent at first, want all 3", len(first))
+	}
+	w.Done(first[0])
+	w.Done(first[1])
+	// A2's tail (10000 tokens) does not fit beside X and the two
+	// documents; B2's does.
+	w.Push(3, docA+"|"+text(9, 30000), "A2")
+	w.Push(4, docB+"|r", "B2")
+	if v, st := pop(); st != Waiting {
+		t.Fatalf("got %q (%v), want to wait: B2 would pass A2, which waits for room", v, st)
+	}
+	w.Done(first[2])
+	if v, st := pop(); st != Popped || v != "A2" {
+		t.Fatalf("got %q (%v), want A2", v, st)
+	}
+}
