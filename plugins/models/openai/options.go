@@ -48,17 +48,13 @@ type Options struct {
 	// row got no answer from the server, each after its retries; default
 	// 5, 0 never stops. Finished samples stay journaled.
 	MaxConnectionFailures *int `json:"max_connection_failures"`
-	// Stream is "off" (default), "auto" or "on". Streamed answers tell the
+	// Stream is "auto" (default), "on" or "off". Streamed answers tell the
 	// kernel when the server has computed a prompt (its first token), so
 	// that requests sharing its prefix go then rather than at the end of
 	// the answer. "auto" streams exactly when the kernel listens for that
 	// (its prefix send order, a run's samples); every server hayloft speaks
 	// to (vLLM, SGLang, llama-server, OpenAI) streams chat and completions.
-	// "off" is the default because the prefix order, releasing siblings at
-	// the first token, computes more prefill than releasing them at the
-	// answer on some workloads (bench/prefix: NIAH, 64 and 256 in flight,
-	// a 4-document cache, 1.02× → 1.06× the minimum; 16 documents, 16 in
-	// flight, 1.01× → 1.13×): opt in with "auto" or "on".
+	// "off" is for a proxy that does not pass events through.
 	Stream string `json:"stream"`
 
 	// APIKey exists only to reject a key written in the config with a
@@ -167,9 +163,9 @@ func parseOptions(opts sdk.Options) (*settings, error) {
 		s.batch = o.BatchSize
 	}
 	switch o.Stream {
-	case "", StreamOff:
-		s.stream = StreamOff
-	case StreamAuto, StreamOn:
+	case "", StreamAuto:
+		s.stream = StreamAuto
+	case StreamOn, StreamOff:
 		s.stream = o.Stream
 	default:
 		return nil, sdk.Configf("stream", "want \"auto\", \"on\" or \"off\", got %q", o.Stream)

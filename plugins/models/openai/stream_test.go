@@ -71,7 +71,7 @@ func TestStreamSameAnswer(t *testing.T) {
 
 // With the kernel listening (sdk.WithPrefillHook), "auto" streams and the
 // first token calls the hook once, before the answer is back, in process
-// and across the plugin protocol; "off", the default, never calls it.
+// and across the plugin protocol; "off" never calls it.
 func TestStreamReportsPrefill(t *testing.T) {
 	srv := openaitest.NewServer(openaitest.Options{Engine: &openaitest.EngineConfig{RealTime: true}})
 	defer srv.Close()
@@ -88,7 +88,6 @@ func TestStreamReportsPrefill(t *testing.T) {
 		{"auto in process", newTestClient(t, srv.BaseURL(), map[string]any{"stream": StreamAuto}), []string{"prefilled", "answered"}},
 		{"auto over gRPC", sdktest.Model(t, set, Name, opts(StreamAuto)), []string{"prefilled", "answered"}},
 		{"off over gRPC", sdktest.Model(t, set, Name, opts(StreamOff)), []string{"answered"}},
-		{"default (off) in process", newTestClient(t, srv.BaseURL(), nil), []string{"answered"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var (
