@@ -30,8 +30,9 @@ import (
 //
 // The server evicts by age (LRU), not by what the window still needs: a
 // sibling waiting for room keeps it (no prompt passes it into the cache),
-// and while the look-ahead is full of pending prompts the shared prefixes
-// of answered ones stay counted, for siblings not read yet.
+// and while the look-ahead is full of pending prompts a new document
+// begins only with room beside the shared prefixes of answered prompts,
+// whose siblings may not be read yet (siblings already read go as before).
 //
 // Prompts already answered stay as hints of what is cached; they count
 // toward the look-ahead bounds and the oldest are dropped first when the
@@ -342,9 +343,16 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 		return w.popSlot()
 	}
 	covered, coming := w.standings()
-	used, inFlight := w.occupancy(covered)
+	used, inFlight := w.occupancy(covered, false)
 	// A thirty-second of the cache is left for what the estimate misses.
 	free := w.opts.CacheTokens - w.opts.CacheTokens/32 - used
+	// hints: with the look-ahead full, the cache that answered prompts'
+	// shared prefixes hold; a new document leaves it alone.
+	hints := 0
+	if w.saturated {
+		withHints, _ := w.occupancy(covered, true)
+		hints = withHints - used
+	}
 	type cand struct{ i, covered, coming int }
 	var cands []cand
 	// A prompt that begins something new leaves room for the tails of the
@@ -374,7 +382,7 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 		e := w.list[c.i]
 		cost := w.tokens(e, len(e.text)) - w.tokens(e, c.covered) + perRequest
 		if max(c.covered, c.coming) < minShare {
-			cost += reserve
+			cost += reserve + hints
 		}
 		// With nothing in flight the first in the walk goes, fitting or
 		// not: the server must be kept busy, and one at a time the walk
@@ -402,8 +410,10 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 // union of the prompts in flight (whole) and of what the pending ones will
 // reuse (what of them is already computed), counted once where they share,
 // plus perRequest for each request in flight. Computed prefixes no pending
-// prompt needs are free to be evicted and are not counted.
-func (w *treeWindow[T]) occupancy(covered []int) (used, inFlight int) {
+// prompt needs are free to be evicted and are not counted, unless hints:
+// then the prefixes answered prompts share with their neighbours count too
+// (siblings of theirs may be still unread).
+func (w *treeWindow[T]) occupancy(covered []int, hints bool) (used, inFlight int) {
 	prev, prevC, run := -1, 0, 0
 	for i, e := range w.list {
 		if i > 0 {
@@ -420,7 +430,7 @@ func (w *treeWindow[T]) occupancy(covered []int) (used, inFlight int) {
 		case stateDone:
 			// With the look-ahead full, an answered prompt's shared
 			// prefix may serve siblings not read yet: it stays counted.
-			if w.saturated {
+			if hints {
 				if c = w.shared(i); c < minShare {
 					c = 0
 				}
