@@ -110,7 +110,8 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 	// Workers report here each sample prefilled and answered by every row;
 	// the window releases a group's siblings when its leader is prefilled.
 	// Only the prefix order listens for the prefill (a streamed first
-	// token): for the others a model need not stream.
+	// token), and only of a sample others read ahead share a prefix with:
+	// for the rest a model need not stream.
 	done := newDoneQueue()
 	listen := order == config.OrderPrefix
 	read, exhausted := 0, false
@@ -204,7 +205,7 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 				defer release() // before endJob frees the slot the next choice waits on
 				defer mine()    // an answer implies the prefill, reported first
 				var hook func()
-				if listen {
+				if listen && p.Leads {
 					hook = mine
 				}
 				t0 := time.Now()

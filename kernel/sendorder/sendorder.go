@@ -32,7 +32,12 @@ type Item[T any] struct {
 	// Slot is the server slot the request should go to (llama-server's
 	// id_slot), where the window was given Options.Slots; -1 otherwise.
 	Slot int
-	id   int
+	// Leads says that prompts read ahead and not yet sent share at least
+	// a worthwhile prefix with it (the tree policies), so they gain from
+	// hearing of its prefill before its answer: only then need the model
+	// stream, which costs client CPU per request.
+	Leads bool
+	id    int
 }
 
 // Status is the outcome of Pop.

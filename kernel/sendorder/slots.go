@@ -142,6 +142,7 @@ func (w *treeWindow[T]) sendTo(i, s int) Item[T] {
 	e := w.list[i]
 	e.state = statePrefill
 	e.it.Slot = s
+	e.it.Leads = w.leads(i)
 	w.lastPopped = e.it.id
 	w.pending--
 	w.clock++

@@ -401,9 +401,27 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 	}
 	e := w.list[pick]
 	e.state = statePrefill
+	e.it.Leads = w.leads(pick)
 	w.lastPopped = e.it.id
 	w.pending--
 	return e.it, Popped
+}
+
+// leads reports whether a pending prompt shares at least minShare bytes
+// with list[i]: its neighbours in sorted order, as far as the shared
+// prefix stays that long.
+func (w *treeWindow[T]) leads(i int) bool {
+	for j := i + 1; j < len(w.list) && w.adj[j-1] >= minShare; j++ {
+		if w.list[j].state == statePending {
+			return true
+		}
+	}
+	for j := i - 1; j >= 0 && w.adj[j] >= minShare; j-- {
+		if w.list[j].state == statePending {
+			return true
+		}
+	}
+	return false
 }
 
 // occupancy estimates the cache the window's prompts hold, in tokens: the

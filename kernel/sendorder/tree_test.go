@@ -265,3 +265,40 @@ func TestTreeWaitingSiblingKeepsItsRoom(t *testing.T) {
 		t.Fatalf("got %q (%v), want A2", v, st)
 	}
 }
+
+// Leads marks a prompt others read ahead share a prefix with, and only
+// such: a model streams (costing client CPU) only for those.
+func TestTreeLeads(t *testing.T) {
+	doc := text(7, 4000)
+	w := New[int](Prefix, Options{CacheTokens: 1 << 20})
+	w.Push(0, doc+" question one", 0)
+	w.Push(1, doc+" question two", 1)
+	w.Push(2, text(8, 4000)+" alone", 2)
+	leads := map[int]bool{}
+	var sent []Item[int]
+	for {
+		it, st := w.Pop()
+		if st == Waiting && len(sent) > 0 {
+			w.Done(sent[0])
+			sent = sent[1:]
+			continue
+		}
+		if st != Popped {
+			break
+		}
+		leads[it.Seq] = it.Leads
+		sent = append(sent, it)
+	}
+	if len(leads) != 3 {
+		t.Fatalf("%d sent, want 3", len(leads))
+	}
+	// Of the two sharing a document, the first sent leads, the second has
+	// no one left to lead; the lone prompt never leads.
+	first := 0
+	if !leads[0] {
+		first = 1
+	}
+	if !leads[first] || leads[1-first] || leads[2] {
+		t.Errorf("leads = %v, want exactly the first sent of 0 and 1", leads)
+	}
+}
