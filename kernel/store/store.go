@@ -32,6 +32,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -39,6 +40,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -442,6 +444,36 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, batch []*writeOp, rs *row
 }
 
 func (s *Store) inTx(ctx context.Context, f func(context.Context, *sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.inTxOnce(ctx, f)
+		if err == nil || attempt == txTries || !transient(err) {
+			return err
+		}
+		// PostgreSQL aborts one of two writers whose row locks cross (4
+		// shards feeding the same responses): the same transaction, run
+		// again after the other has committed, goes through.
+		t := time.NewTimer(time.Duration(attempt) * time.Duration(5+rand.IntN(20)) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// txTries bounds the runs of a transaction PostgreSQL aborted as a
+// deadlock or serialization failure.
+const txTries = 5
+
+// transient is an error PostgreSQL asks the client to retry the
+// transaction for: deadlock_detected (40P01), serialization_failure (40001).
+func transient(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+func (s *Store) inTxOnce(ctx context.Context, f func(context.Context, *sql.Tx) error) error {
 	tx, err := s.wconn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("journal %s: begin: %w", s.path, err)
