@@ -195,8 +195,10 @@ func TestPrefixOrderSavesPrefill(t *testing.T) {
 	if got, most := computed[config.OrderPrefix], 2*doc+task.n*(2*cacheBlock+40); got > most {
 		t.Errorf("order prefix computed %d prompt bytes, want at most %d", got, most)
 	}
-	// In task order the first 8 requests (4 per document) all miss.
-	if got, least := computed[config.OrderTask], 8*doc; got < least {
+	// In task order the first 8 requests (4 per document) go at once and
+	// miss; on a loaded machine (CI runs this under -race) some of them
+	// may start only after an answer, so half of them is all that is asked.
+	if got, least := computed[config.OrderTask], 4*doc; got < least {
 		t.Errorf("order task computed %d prompt bytes, want at least %d", got, least)
 	}
 	t.Logf("prompt bytes computed: prefix order %d, task order %d", computed[config.OrderPrefix], computed[config.OrderTask])
