@@ -169,13 +169,8 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
 
-	wconn, err := db.Conn(ctx)
+	wconn, err := writerConn(ctx, db, dl)
 	if err != nil {
-		db.Close()
-		return nil, openError(path, err)
-	}
-	if err := dl.migrate(ctx, wconn); err != nil {
-		wconn.Close()
 		db.Close()
 		return nil, openError(path, err)
 	}
@@ -245,6 +240,35 @@ func openDB(ctx context.Context, path string) (db *sql.DB, dl *dialect, name, lo
 		return nil, nil, "", "", fmt.Errorf("open journal %s: %w", path, err)
 	}
 	return db, sqliteDialect, path, abs + logDirSuffix, nil
+}
+
+// writerConn is the writer's connection, the schema brought up to date
+// on it. Processes opening one new journal at once (shards started
+// together) race to make it: SQLite answers SQLITE_BUSY without waiting
+// while another connection switches the new file to WAL, so that is
+// retried, within the busy timeout.
+func writerConn(ctx context.Context, db *sql.DB, dl *dialect) (*sql.Conn, error) {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		wconn, err := db.Conn(ctx)
+		if err == nil {
+			if err = dl.migrate(ctx, wconn); err == nil {
+				return wconn, nil
+			}
+			wconn.Close()
+		}
+		var se *sqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return nil, err
+		}
+		t := time.NewTimer(time.Duration(5+rand.IntN(45)) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
 }
 
 // dsn builds a file: URI so that any byte in the path (a '?', a '#') is
