@@ -49,57 +49,41 @@ func (s *Store) EachSamplePosition(ctx context.Context, runID, evalName string, 
 		seen           bool
 	}
 	failures := map[string]*failure{}
-	frows, err := s.db.QueryContext(ctx, `SELECT sample_id, request_key, code, message FROM failures
-		WHERE run_id = $1 AND eval_name = $2`, runID, evalName)
+	var (
+		id string
+		f  failure
+	)
+	err := s.eachRow(ctx, fmt.Sprintf("failures of %s/%s", runID, evalName),
+		`SELECT sample_id, request_key, code, message FROM failures WHERE run_id = $1 AND eval_name = $2`, []any{runID, evalName},
+		func(r *sql.Rows) error { f = failure{}; return r.Scan(&id, &f.key, &f.code, &f.msg) },
+		func() error { fc := f; failures[id] = &fc; return nil })
 	if err != nil {
-		return fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
+		return err
 	}
-	for frows.Next() {
-		var (
-			id string
-			f  failure
-		)
-		if err := frows.Scan(&id, &f.key, &f.code, &f.msg); err != nil {
-			frows.Close()
-			return fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
-		}
-		failures[id] = &f
-	}
-	if err := frows.Err(); err != nil {
-		frows.Close()
-		return fmt.Errorf("failures of %s/%s: %w", runID, evalName, err)
-	}
-	frows.Close()
-
-	rows, err := s.db.QueryContext(ctx, `SELECT sample_id, seq, length_tokens, depth, truncated, request_key, grid_length, grid_depth
-		FROM samples WHERE run_id = $1 AND eval_name = $2
-		ORDER BY sample_id`, runID, evalName)
-	if err != nil {
-		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
-	}
-	defer rows.Close()
 	var (
 		p          SamplePosition
 		gridLength sql.NullInt64
 		gridDepth  sql.NullFloat64
 	)
-	for rows.Next() {
-		p = SamplePosition{}
-		if err := rows.Scan(&p.ID, &p.Index, &p.Tokens, &p.Depth, &p.Truncated, &p.RequestKey, &gridLength, &gridDepth); err != nil {
-			return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
-		}
-		if gridLength.Valid || gridDepth.Valid {
-			p.Grid = &sdk.GridPoint{Length: int(gridLength.Int64), Depth: gridDepth.Float64}
-		}
-		if f := failures[p.ID]; f != nil {
-			p.Failed, p.FailCode, p.FailMsg, f.seen = true, f.code, f.msg, true
-		}
-		if err := fn(&p); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
+	err = s.eachRow(ctx, fmt.Sprintf("samples of %s/%s", runID, evalName),
+		`SELECT sample_id, seq, length_tokens, depth, truncated, request_key, grid_length, grid_depth
+		FROM samples WHERE run_id = $1 AND eval_name = $2
+		ORDER BY sample_id`, []any{runID, evalName},
+		func(r *sql.Rows) error {
+			p = SamplePosition{}
+			return r.Scan(&p.ID, &p.Index, &p.Tokens, &p.Depth, &p.Truncated, &p.RequestKey, &gridLength, &gridDepth)
+		},
+		func() error {
+			if gridLength.Valid || gridDepth.Valid {
+				p.Grid = &sdk.GridPoint{Length: int(gridLength.Int64), Depth: gridDepth.Float64}
+			}
+			if f := failures[p.ID]; f != nil {
+				p.Failed, p.FailCode, p.FailMsg, f.seen = true, f.code, f.msg, true
+			}
+			return fn(&p)
+		})
+	if err != nil {
+		return err
 	}
 	var lone []string
 	for id, f := range failures {
@@ -133,23 +117,33 @@ func (s *Store) EachScoreValue(ctx context.Context, runID, evalName string, fn f
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT sample_id, scorer, value, invalid FROM scores
-		WHERE run_id = $1 AND eval_name = $2 ORDER BY scorer, sample_id`, runID, evalName)
+	var v ScoreValue
+	return s.eachRow(ctx, fmt.Sprintf("scores of %s/%s", runID, evalName),
+		`SELECT sample_id, scorer, value, invalid FROM scores
+		WHERE run_id = $1 AND eval_name = $2 ORDER BY scorer, sample_id`, []any{runID, evalName},
+		func(r *sql.Rows) error { return r.Scan(&v.SampleID, &v.Scorer, &v.Value, &v.Invalid) },
+		func() error { return fn(&v) })
+}
+
+// eachRow runs query and, for each row, scan then use: scan's errors (and
+// the query's) are wrapped as what's, use's are the caller's own and pass
+// as they are (a callback's stop sentinel stays comparable).
+func (s *Store) eachRow(ctx context.Context, what, query string, args []any, scan func(*sql.Rows) error, use func() error) error {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
-	var v ScoreValue
 	for rows.Next() {
-		if err := rows.Scan(&v.SampleID, &v.Scorer, &v.Value, &v.Invalid); err != nil {
-			return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := fn(&v); err != nil {
+		if err := use(); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("scores of %s/%s: %w", runID, evalName, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
@@ -309,33 +303,26 @@ func (s *Store) EachAttempt(ctx context.Context, fn func(key string, a AttemptRe
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("attempts: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT request_key, attempt, status, latency_ms, error, created_at FROM attempts ORDER BY id`)
-	if err != nil {
-		return fmt.Errorf("attempts: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			key       string
-			a         AttemptRecord
-			latencyMS float64
-			created   string
-		)
-		if err := rows.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error, &created); err != nil {
-			return fmt.Errorf("attempts: %w", err)
-		}
-		a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
-		if a.CreatedAt, err = parseTime(created); err != nil {
-			return fmt.Errorf("attempts: request %s: created_at: %w", key, err)
-		}
-		if err := fn(key, a); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("attempts: %w", err)
-	}
-	return nil
+	var (
+		key       string
+		a         AttemptRecord
+		latencyMS float64
+		created   string
+	)
+	return s.eachRow(ctx, "attempts",
+		`SELECT request_key, attempt, status, latency_ms, error, created_at FROM attempts ORDER BY id`, nil,
+		func(r *sql.Rows) error {
+			a = AttemptRecord{}
+			return r.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error, &created)
+		},
+		func() error {
+			a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
+			var err error
+			if a.CreatedAt, err = parseTime(created); err != nil {
+				return fmt.Errorf("attempts: request %s: created_at: %w", key, err)
+			}
+			return fn(key, a)
+		})
 }
 
 // SampleScores returns the scores, with details, of one sample of an eval
