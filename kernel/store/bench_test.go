@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -202,4 +203,83 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkFeed measures the feed alone: records the log has synced, moved
+// into the database in batches of a few hundred records (what 100 ms brings
+// at a few thousand samples/s) and of feedRecords, as the feeder does during
+// a run. Each record is a sample's worth of rows (a response and its attempt,
+// the sample and its score) with keys spread as request hashes are.
+// cpu-µs/sample is the process's CPU per record's rows.
+func BenchmarkFeed(b *testing.B) {
+	for _, records := range []int{512, feedRecords, 16384} {
+		b.Run(fmt.Sprintf("records=%d", records), func(b *testing.B) { benchFeed(b, records) })
+	}
+}
+
+func benchFeed(b *testing.B, records int) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "hayloft.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "bench.hcl"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "niah", Model: "m", Scorers: []string{"contains"}}); err != nil {
+		b.Fatal(err)
+	}
+	k := mustKeyer(b, testIdentity())
+	seg := &segment{name: "bench.log"}
+	items := func(from, n int) []fedItem {
+		out := make([]fedItem, 0, 2*n)
+		for i := from; i < from+n; i++ {
+			req := &sdk.GenerateRequest{
+				Messages: []sdk.Message{{Role: "user", Content: fmt.Sprintf("The magic number is %d. What is the magic number?", i)}},
+				Params:   sdk.GenerationParams{MaxTokens: 32},
+			}
+			r := Keyed{Key: fmt.Sprintf("%x", sha256.Sum256(fmt.Appendf(nil, "%d", i))), request: journalForm(req.Messages, req.Params)}
+			resp := &sdk.GenerateResponse{Text: "The answer is 42.", FinishReason: "stop",
+				Usage:    sdk.Usage{PromptTokens: 60, CompletionTokens: 6},
+				Attempts: []sdk.Attempt{{Status: 200, LatencyMS: 12.5}}}
+			rows, err := responseRows(k, r, resp, 12*time.Millisecond)
+			if err != nil {
+				b.Fatal(err)
+			}
+			smp := &sdk.Sample{ID: fmt.Sprintf("s%d", i), Question: "What is the magic number?", Targets: []string{"42"},
+				Length: sdk.Length{Tokens: 1000, Tokenizer: "cl100k_base"}, Depth: 0.5, Language: "en",
+				Metadata: map[string]any{"needle": "The magic number is 42."}}
+			sr, err := sampleRow(run, "e", smp, SampleMeta{Index: i, SentTokens: 1000, RequestKey: r.Key})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sc, err := scoreRow(run, "e", smp.ID, "contains", &sdk.ScoreResponse{Value: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			at := time.Now().UnixNano()
+			out = append(out, fedItem{seg: seg, end: int64(2 * i), rows: rows, at: at},
+				fedItem{seg: seg, end: int64(2*i + 1), rows: []row{sr, sc}, at: at})
+		}
+		return out
+	}
+	b.ReportAllocs()
+	var cpu time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(records/2, b.N-done)
+		b.StopTimer()
+		batch := items(done, n)
+		b.StartTimer()
+		before := cpuTime(b)
+		if err := s.feed(batch, false); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime(b) - before
+		done += n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/sample")
 }

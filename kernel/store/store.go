@@ -253,7 +253,9 @@ func writerConn(ctx context.Context, db *sql.DB, dl *dialect) (*sql.Conn, error)
 		wconn, err := db.Conn(ctx)
 		if err == nil {
 			if err = dl.migrate(ctx, wconn); err == nil {
-				return wconn, nil
+				if err = setupWriter(ctx, wconn, dl); err == nil {
+					return wconn, nil
+				}
 			}
 			wconn.Close()
 		}
@@ -269,6 +271,16 @@ func writerConn(ctx context.Context, db *sql.DB, dl *dialect) (*sql.Conn, error)
 		case <-t.C:
 		}
 	}
+}
+
+// setupWriter applies dl's writer settings to conn.
+func setupWriter(ctx context.Context, conn *sql.Conn, dl *dialect) error {
+	for _, q := range dl.writerSetup {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }
 
 // dsn builds a file: URI so that any byte in the path (a '?', a '#') is
