@@ -59,6 +59,9 @@ type treeWindow[T any] struct {
 	order           []int
 	kids            []child
 	covered, coming []int
+	// walkAlways turns popFlat off, for the test that checks it picks as
+	// the walk does.
+	walkAlways bool
 }
 
 // child is a subtree of the walk: list[lo:hi].
@@ -342,6 +345,9 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 	if w.slots != nil {
 		return w.popSlot()
 	}
+	if !w.walkAlways && w.flat() {
+		return w.popFlat()
+	}
 	covered, coming := w.standings()
 	used, inFlight := w.occupancy(covered, false)
 	// A thirty-second of the cache is left for what the estimate misses.
@@ -396,6 +402,11 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 			held += cost
 		}
 	}
+	return w.send(pick)
+}
+
+// send marks list[pick] sent and returns it; pick < 0: nothing may go.
+func (w *treeWindow[T]) send(pick int) (Item[T], Status) {
 	if pick < 0 {
 		return Item[T]{}, Waiting
 	}
@@ -405,6 +416,63 @@ func (w *treeWindow[T]) Pop() (Item[T], Status) {
 	w.lastPopped = e.it.id
 	w.pending--
 	return e.it, Popped
+}
+
+// flat reports whether no two prompts read ahead share flatShare bytes:
+// short distinct questions, as in a throughput run, where there is no tree
+// to walk.
+func (w *treeWindow[T]) flat() bool {
+	for _, a := range w.adj {
+		if a >= flatShare {
+			return false
+		}
+	}
+	return true
+}
+
+// popFlat is Pop for a flat window, picking what the walk would without
+// building it (TestFlatPopPicksAsTheWalk). Every prompt is then a child of
+// the root: the walk takes the best one first (begun, then read first) and
+// the rest in sorted order. Nothing shares minShare bytes with anything, so
+// no prompt waits for another, reserves room for siblings, counts hints,
+// holds room back or leads: the first pending prompt in that order that
+// fits goes, and with nothing in flight or an assumed cache size, the first
+// pending prompt in that order. That saves the walk, the standings and the
+// occupancy (most of the order's cost per sample in a throughput run).
+func (w *treeWindow[T]) popFlat() (Item[T], Status) {
+	first, firstBegun, inFlight := -1, false, 0
+	for i, e := range w.list {
+		sent := e.state == statePrefill || e.state == statePrefilled
+		if sent {
+			inFlight++
+		}
+		begun := sent || e.it.id == w.lastPopped
+		// As heavyFirst's better: begun first, then the lower Seq; the
+		// earlier in sorted order on a tie.
+		if first < 0 || begun && !firstBegun || begun == firstBegun && e.it.Seq < w.list[first].it.Seq {
+			first, firstBegun = i, begun
+		}
+	}
+	fits := func(int) bool { return true }
+	if inFlight > 0 && !w.opts.Assumed {
+		covered, _ := w.standings()
+		used, _ := w.occupancy(covered, false)
+		free := w.opts.CacheTokens - w.opts.CacheTokens/32 - used
+		fits = func(i int) bool {
+			e := w.list[i]
+			return w.tokens(e, len(e.text))-w.tokens(e, covered[i])+perRequest <= free
+		}
+	}
+	goes := func(i int) bool { return w.list[i].state == statePending && fits(i) }
+	if goes(first) {
+		return w.send(first)
+	}
+	for i := range w.list {
+		if i != first && goes(i) {
+			return w.send(i)
+		}
+	}
+	return w.send(-1)
 }
 
 // leads reports whether a pending prompt shares at least minShare bytes

@@ -302,3 +302,99 @@ func TestTreeLeads(t *testing.T) {
 		t.Errorf("leads = %v, want exactly the first sent of 0 and 1", leads)
 	}
 }
+
+// TestFlatPopPicksAsTheWalk drives two windows through the same pushes,
+// prefills and answers, one with popFlat and one always walking the tree,
+// and checks that every Pop gives the same sample. The prompts are short
+// distinct questions, some sharing a few words (under flatShare) and, in
+// the mixed cases, some sharing a document, so windows go in and out of
+// flat; small caches make some prompts wait for room.
+func TestFlatPopPicksAsTheWalk(t *testing.T) {
+	question := func(r *rand.Rand, i int) string {
+		switch r.IntN(4) {
+		case 0:
+			return fmt.Sprintf("Door %d? %s", i, text(uint64(i), r.IntN(300)))
+		case 1:
+			return fmt.Sprintf("%s %d", text(uint64(r.IntN(3)), r.IntN(flatShare)), i)
+		default:
+			return fmt.Sprintf("The code for door %d is %d. What is it?", i, r.IntN(1000))
+		}
+	}
+	mixed := func(r *rand.Rand, i int) string {
+		if r.IntN(3) == 0 {
+			return fmt.Sprintf("%s question %d", text(uint64(r.IntN(4)), 700), i)
+		}
+		return question(r, i)
+	}
+	tokensOf := func(p string) int { return (len(p) + 3) / 4 }
+	cases := []struct {
+		name   string
+		prompt func(*rand.Rand, int) string
+		opts   Options
+	}{
+		{"flat assumed", question, Options{Assumed: true}},
+		{"flat default cache", question, Options{}},
+		{"flat small cache", question, Options{CacheTokens: 600}},
+		{"flat small cache counted", question, Options{CacheTokens: 400, TokensOf: tokensOf}},
+		{"mixed small cache", mixed, Options{CacheTokens: 2000}},
+		{"mixed assumed", mixed, Options{CacheTokens: 2000, Assumed: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := range uint64(8) {
+				r := rand.New(rand.NewPCG(seed, 2))
+				flat := newTree[int](tc.opts)
+				walk := newTree[int](tc.opts)
+				walk.walkAlways = true
+				var sent []Item[int]
+				next, pops := 0, 0
+				for pops < 400 {
+					for next < 800 {
+						// Full drops the oldest answered prompts: both
+						// windows are asked.
+						if full := flat.Full(); full != walk.Full() {
+							t.Fatalf("seed %d: Full differs", seed)
+						} else if full {
+							break
+						}
+						p := tc.prompt(r, next)
+						flat.Push(next, p, next)
+						walk.Push(next, p, next)
+						next++
+					}
+					a, sa := flat.Pop()
+					b, sb := walk.Pop()
+					if sa != sb || a.Seq != b.Seq || a.Leads != b.Leads {
+						t.Fatalf("seed %d, pop %d: popFlat gave %d (%v, leads %v), the walk %d (%v, leads %v)", seed, pops, a.Seq, sa, a.Leads, b.Seq, sb, b.Leads)
+					}
+					if sa == Popped {
+						sent = append(sent, a)
+						pops++
+					}
+					// Answer some of those in flight, in any order; prefill
+					// others.
+					for len(sent) > 0 && (sa != Popped || len(sent) > 1+r.IntN(64) || r.IntN(4) == 0) {
+						k := r.IntN(len(sent))
+						it := sent[k]
+						if r.IntN(3) == 0 {
+							flat.Prefilled(it)
+							walk.Prefilled(it)
+							if sa == Popped {
+								break
+							}
+						}
+						flat.Done(it)
+						walk.Done(it)
+						sent = slices.Delete(sent, k, k+1)
+						if sa != Popped {
+							break
+						}
+					}
+					if sa == Empty {
+						break
+					}
+				}
+			}
+		})
+	}
+}
