@@ -206,11 +206,11 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // BenchmarkFeed measures the feed alone: records the log has synced, moved
-// into the database in batches of a few hundred records (what 100 ms brings
-// at a few thousand samples/s) and of feedRecords, as the feeder does during
-// a run. Each record is a sample's worth of rows (a response and its attempt,
-// the sample and its score) with keys spread as request hashes are.
-// cpu-µs/sample is the process's CPU per record's rows.
+// into the database in batches of a few hundred records, of feedRecords (as
+// the feeder does during a fast run), and of more. A sample is two records,
+// as in a run: its response and attempt, then the sample and its score, keys
+// spread as request hashes are. cpu-µs/sample is the process's CPU per
+// sample.
 func BenchmarkFeed(b *testing.B) {
 	for _, records := range []int{512, feedRecords, 16384} {
 		b.Run(fmt.Sprintf("records=%d", records), func(b *testing.B) { benchFeed(b, records) })

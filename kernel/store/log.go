@@ -36,11 +36,16 @@ const segmentBytes = 64 << 20
 // The feeder lets records build up to feedRecords or feedBytes, or for
 // feedDelay, before feeding them: SQLite's cost per row falls steeply with
 // the size of the transaction, and nothing waits on the feed except
-// readers, which ask for it (flush).
+// readers, which ask for it (flush). Each feed rewrites every page of the
+// hash-keyed indexes it touches, so the cost per sample falls until a feed
+// holds a few thousand records (BenchmarkFeed: 512 records a feed cost a
+// third more per sample than 4096, 16384 no less than 4096). The delay is
+// long enough for a run at a few thousand samples/s to reach feedRecords
+// first; a slower run, whose feed costs little, feeds once a second.
 const (
 	feedRecords = 4096
 	feedBytes   = 16 << 20
-	feedDelay   = 100 * time.Millisecond
+	feedDelay   = time.Second
 )
 
 // directWriteBytes is the size from which a record is written on its own
