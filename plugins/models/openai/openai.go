@@ -261,11 +261,14 @@ type request struct {
 // --enable-prompt-tokens-details) and SGLang (with --enable-cache-report)
 // put the prompt tokens found cached in prompt_tokens_details.
 type usage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens *int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
+	PromptTokens        int            `json:"prompt_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	PromptTokensDetails *tokensDetails `json:"prompt_tokens_details"`
+}
+
+// tokensDetails is usage.prompt_tokens_details.
+type tokensDetails struct {
+	CachedTokens *int `json:"cached_tokens"`
 }
 
 // timings is llama-server's account of an answer; cache_n is the prompt
@@ -290,15 +293,18 @@ func sdkUsage(u usage, t *timings) sdk.Usage {
 // legacy completions fill Text. Fields it does not use are left out so the
 // decoder skips them without allocating.
 type generateResponse struct {
-	Choices []struct {
-		Message struct {
-			Content *string `json:"content"`
-		} `json:"message"`
-		Text         *string `json:"text"`
-		FinishReason string  `json:"finish_reason"`
-	} `json:"choices"`
+	Choices []choice `json:"choices"`
 	Usage   usage    `json:"usage"`
 	Timings *timings `json:"timings"`
+}
+
+// choice is one of an answer's choices.
+type choice struct {
+	Message struct {
+		Content *string `json:"content"`
+	} `json:"message"`
+	Text         *string `json:"text"`
+	FinishReason string  `json:"finish_reason"`
 }
 
 // Generate sends one request. The token budget is req.Params.MaxTokens, or
@@ -342,8 +348,11 @@ func (c *Client) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.G
 // decode reads a whole answer into out.
 func (out *generateResponse) decode(raw []byte, chat bool) error {
 	*out = generateResponse{}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("decode answer: %w", err)
+	if !out.decodeFast(raw) {
+		*out = generateResponse{}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("decode answer: %w", err)
+		}
 	}
 	if len(out.Choices) == 0 {
 		return errors.New("answer has no choices")

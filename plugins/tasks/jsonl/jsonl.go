@@ -193,7 +193,7 @@ func (t *Task) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*
 				}
 				s, err := t.sample(r)
 				if err != nil {
-					yield(nil, fmt.Errorf("%s: %w", r.where, err))
+					yield(nil, fmt.Errorf("%s: %w", r.where(), err))
 					return
 				}
 				if !yield(s, nil) {
@@ -219,9 +219,19 @@ func (t *Task) sources() []string {
 // record is one JSONL line or Parquet row: its fields as JSON, where it is
 // (for errors) and the ID a sample without an id field gets.
 type record struct {
-	fields map[string]json.RawMessage
-	where  string
-	id     string
+	fields  map[string]json.RawMessage
+	src     string
+	n       int  // line or row, from 1
+	parquet bool // n is a row
+	id      string
+}
+
+// where names the record in errors; made only for an error, not per record.
+func (r record) where() string {
+	if r.parquet {
+		return fmt.Sprintf("%s: row %d", r.src, r.n)
+	}
+	return fmt.Sprintf("%s:%d", r.src, r.n)
 }
 
 // records streams the records of one source.
@@ -263,14 +273,15 @@ func (t *Task) jsonlRecords(ctx context.Context, src string) iter.Seq2[record, e
 				}
 				b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
 			}
-			where := fmt.Sprintf("%s:%d", src, line)
+			at := record{src: src, n: line}
 			if len(bytes.TrimSpace(b)) > 0 {
-				var rec map[string]json.RawMessage
-				if err := json.Unmarshal(b, &rec); err != nil {
-					yield(record{}, fmt.Errorf("%s: not a JSON object: %w", where, err))
+				rec, err := fields(b)
+				if err != nil {
+					yield(record{}, fmt.Errorf("%s: not a JSON object: %w", at.where(), err))
 					return
 				}
-				if !yield(record{fields: rec, where: where, id: t.recordID(src, line)}, nil) {
+				at.fields, at.id = rec, t.recordID(src, line)
+				if !yield(at, nil) {
 					return
 				}
 			}
@@ -278,7 +289,7 @@ func (t *Task) jsonlRecords(ctx context.Context, src string) iter.Seq2[record, e
 				return
 			}
 			if err != nil {
-				yield(record{}, fmt.Errorf("%s: %w", where, err))
+				yield(record{}, fmt.Errorf("%s: %w", at.where(), err))
 				return
 			}
 		}
@@ -331,10 +342,8 @@ func (t *Task) sample(r record) (*sdk.Sample, error) {
 	if v, ok := rec["subtask"]; ok && s.Subtask == "" {
 		json.Unmarshal(v, &s.Subtask)
 	}
-	known := map[string]bool{o.IDField: true, o.ContextField: true, o.QuestionField: true,
-		o.AnswersField: true, o.ChoicesField: true, "language": true, "subtask": true}
 	for k, v := range rec {
-		if known[k] {
+		if o.known(k) {
 			continue
 		}
 		if s.Metadata == nil {
@@ -358,6 +367,9 @@ func (t *Task) sample(r record) (*sdk.Sample, error) {
 }
 
 func scalarString(raw json.RawMessage) (string, error) {
+	if s, ok := text(raw); ok {
+		return s, nil
+	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return "", err
@@ -376,6 +388,9 @@ func optString(rec map[string]json.RawMessage, field string) (string, error) {
 	if !ok || string(raw) == "null" {
 		return "", nil
 	}
+	if s, ok := text(raw); ok {
+		return s, nil
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		var v any
@@ -391,6 +406,12 @@ func stringList(rec map[string]json.RawMessage, field string) ([]string, error) 
 	raw, ok := rec[field]
 	if !ok || string(raw) == "null" {
 		return nil, nil
+	}
+	if s, ok := text(raw); ok {
+		return []string{s}, nil
+	}
+	if l, ok := texts(raw); ok {
+		return l, nil
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -485,4 +506,13 @@ func countFile(ctx context.Context, src string) (int, error) {
 			return 0, fmt.Errorf("%s: %w", src, err)
 		}
 	}
+}
+
+// known reports whether k is a field the sample takes, not metadata.
+func (o *options) known(k string) bool {
+	switch k {
+	case o.IDField, o.ContextField, o.QuestionField, o.AnswersField, o.ChoicesField, "language", "subtask":
+		return true
+	}
+	return false
 }

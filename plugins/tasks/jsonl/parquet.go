@@ -91,31 +91,32 @@ func (t *Task) parquetRecords(src string) iter.Seq2[record, error] {
 		r := parquet.NewReader(f.File)
 		defer r.Close()
 		for row := 1; ; row++ {
-			where := fmt.Sprintf("%s: row %d", src, row)
+			at := record{src: src, n: row, parquet: true}
 			m, err := readRow(r)
 			if errors.Is(err, io.EOF) {
 				return
 			}
 			if err != nil {
-				yield(record{}, fmt.Errorf("%s: %w", where, err))
+				yield(record{}, fmt.Errorf("%s: %w", at.where(), err))
 				return
 			}
 			fields := make(map[string]json.RawMessage, len(m))
 			for col, v := range m {
 				if t.opts.InvalidUTF8 != sdk.UTF8Replace && !validStrings(v) {
-					yield(record{}, fmt.Errorf("%s: column %q: invalid UTF-8 (fix the data, or set invalid_utf8 = %q to replace invalid bytes with U+FFFD)", where, col, sdk.UTF8Replace))
+					yield(record{}, fmt.Errorf("%s: column %q: invalid UTF-8 (fix the data, or set invalid_utf8 = %q to replace invalid bytes with U+FFFD)", at.where(), col, sdk.UTF8Replace))
 					return
 				}
 				// encoding/json writes invalid UTF-8 as U+FFFD: the replace
 				// policy.
 				b, err := json.Marshal(v)
 				if err != nil {
-					yield(record{}, fmt.Errorf("%s: column %q: %w", where, col, err))
+					yield(record{}, fmt.Errorf("%s: column %q: %w", at.where(), col, err))
 					return
 				}
 				fields[col] = b
 			}
-			if !yield(record{fields: fields, where: where, id: t.recordID(src, row)}, nil) {
+			at.fields, at.id = fields, t.recordID(src, row)
+			if !yield(at, nil) {
 				return
 			}
 		}

@@ -1,0 +1,387 @@
+// Package jsonscan walks JSON documents without decoding them: the members
+// of an object and the elements of an array come back as raw bytes, each
+// validated on the way exactly as encoding/json validates a document before
+// decoding it. Plugins that read one known shape per record (a task's JSONL
+// line, a model server's answer) use it instead of encoding/json's reflective
+// decoder, which scans every document twice (checkValid, then decode) and
+// allocates for every value, wanted or not; they decode the values they want
+// with package jsonstr or strconv and leave the rest untouched.
+//
+// What is valid is encoding/json's rule: RFC 8259 JSON, any bytes from 0x20
+// up inside strings (invalid UTF-8 included: decoding replaces it), nesting
+// up to 10,000 levels.
+package jsonscan
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/hayloft/hayloft/sdk/jsonstr"
+)
+
+// maxDepth is encoding/json's nesting limit.
+const maxDepth = 10000
+
+// ErrSyntax is what every validation error wraps.
+var ErrSyntax = errors.New("invalid JSON")
+
+func syntaxf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrSyntax}, args...)...)
+}
+
+// Kind is the kind of a raw value, from its first byte.
+type Kind byte
+
+const (
+	KindInvalid Kind = iota
+	KindNull
+	KindBool
+	KindNumber
+	KindString
+	KindArray
+	KindObject
+)
+
+// KindOf is the kind of raw, a value as Object and Array hand out.
+func KindOf(raw []byte) Kind {
+	if len(raw) == 0 {
+		return KindInvalid
+	}
+	switch c := raw[0]; {
+	case c == 'n':
+		return KindNull
+	case c == 't' || c == 'f':
+		return KindBool
+	case c == '"':
+		return KindString
+	case c == '[':
+		return KindArray
+	case c == '{':
+		return KindObject
+	case c == '-' || '0' <= c && c <= '9':
+		return KindNumber
+	}
+	return KindInvalid
+}
+
+// Value returns the length of the JSON value at the start of b (no leading
+// whitespace), validated.
+func Value(b []byte) (int, error) {
+	return value(b, 0, 1)
+}
+
+// Valid reports whether b is one JSON value with only whitespace around it,
+// as encoding/json.Valid does.
+func Valid(b []byte) bool {
+	i := ws(b, 0)
+	n, err := value(b, i, 1)
+	return err == nil && ws(b, n) == len(b)
+}
+
+// Object calls fn for each member of the object that is b (whitespace
+// around it allowed), in order, duplicates included: key decoded as
+// encoding/json decodes keys, value raw. Both alias b or a scratch buffer
+// and are valid only during the call. The whole of b is validated, and an
+// error may come after fn has seen members: on any error the caller drops
+// what fn made of them. fn's own error stops the walk and is returned.
+func Object(b []byte, fn func(key, value []byte) error) error {
+	i := ws(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		if n, err := value(b, i, 1); err != nil || ws(b, n) != len(b) {
+			return syntaxf("not a JSON value")
+		}
+		return syntaxf("not an object")
+	}
+	end, err := members(b, i, 1, fn)
+	if err != nil {
+		return err
+	}
+	if ws(b, end) != len(b) {
+		return syntaxf("data after the object at offset %d", end)
+	}
+	return nil
+}
+
+// Array calls fn for each element of the array that is b (whitespace around
+// it allowed), as Object does for members.
+func Array(b []byte, fn func(value []byte) error) error {
+	i := ws(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return syntaxf("not an array")
+	}
+	end, err := elements(b, i, 1, fn)
+	if err != nil {
+		return err
+	}
+	if ws(b, end) != len(b) {
+		return syntaxf("data after the array at offset %d", end)
+	}
+	return nil
+}
+
+func ws(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// value returns the end of the value starting at b[i].
+func value(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, syntaxf("unexpected end of input")
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, _, err := str(b, i)
+		return end, err
+	case c == '{':
+		return members(b, i, depth, nil)
+	case c == '[':
+		return elements(b, i, depth, nil)
+	case c == '-' || '0' <= c && c <= '9':
+		return number(b, i)
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	}
+	return i, syntaxf("unexpected %q at offset %d", b[i], i)
+}
+
+// members scans the object at b[i] ('{'), handing each member to fn when
+// fn is set, and returns the object's end.
+func members(b []byte, i, depth int, fn func(key, value []byte) error) (int, error) {
+	if depth > maxDepth {
+		return i, syntaxf("exceeded max depth")
+	}
+	i = ws(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	var scratch []byte
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, syntaxf("want a key at offset %d", i)
+		}
+		kend, plain, err := str(b, i)
+		if err != nil {
+			return kend, err
+		}
+		key := b[i+1 : kend-1]
+		if !plain && fn != nil {
+			// Escapes or bytes past ASCII: decode as encoding/json would
+			// (invalid UTF-8 becomes U+FFFD). str has validated it.
+			scratch, _ = jsonstr.Append(scratch[:0], key)
+			key = scratch
+		}
+		i = ws(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return i, syntaxf("want ':' at offset %d", i)
+		}
+		vstart := ws(b, i+1)
+		vend, err := value(b, vstart, depth+1)
+		if err != nil {
+			return vend, err
+		}
+		if fn != nil {
+			if err := fn(key, b[vstart:vend]); err != nil {
+				return vend, err
+			}
+		}
+		i = ws(b, vend)
+		if i >= len(b) {
+			return i, syntaxf("unexpected end of input")
+		}
+		switch b[i] {
+		case ',':
+			i = ws(b, i+1)
+		case '}':
+			return i + 1, nil
+		default:
+			return i, syntaxf("want ',' or '}' at offset %d", i)
+		}
+	}
+}
+
+// elements is members for the array at b[i] ('[').
+func elements(b []byte, i, depth int, fn func(value []byte) error) (int, error) {
+	if depth > maxDepth {
+		return i, syntaxf("exceeded max depth")
+	}
+	i = ws(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		vend, err := value(b, i, depth+1)
+		if err != nil {
+			return vend, err
+		}
+		if fn != nil {
+			if err := fn(b[i:vend]); err != nil {
+				return vend, err
+			}
+		}
+		i = ws(b, vend)
+		if i >= len(b) {
+			return i, syntaxf("unexpected end of input")
+		}
+		switch b[i] {
+		case ',':
+			i = ws(b, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return i, syntaxf("want ',' or ']' at offset %d", i)
+		}
+	}
+}
+
+func literal(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return i, syntaxf("unexpected %q at offset %d", b[i], i)
+	}
+	return i + len(lit), nil
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// number returns the end of -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func number(b []byte, i int) (int, error) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i+1)
+	default:
+		return i, syntaxf("bad number at offset %d", start)
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return j, syntaxf("bad number at offset %d", start)
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return j, syntaxf("bad number at offset %d", start)
+		}
+		i = j
+	}
+	return i, nil
+}
+
+// special marks the bytes that end a run of plain string text.
+var special = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	for c := utf8.RuneSelf; c < 256; c++ {
+		t[c] = true
+	}
+	return t
+}()
+
+// str returns the end of the string at b[i] ('"'); plain: it has neither
+// escapes nor bytes past ASCII, so its inside is its decoded text.
+func str(b []byte, i int) (end int, plain bool, err error) {
+	start := i
+	plain = true
+	i++
+	for i < len(b) {
+		for i < len(b) && !special[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, plain, nil
+		case c == '\\':
+			plain = false
+			if i+1 >= len(b) {
+				return i, false, syntaxf("unterminated string at offset %d", start)
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if jsonstr.Hex4(b[i+2:]) < 0 {
+					return i, false, syntaxf("bad escape at offset %d", i)
+				}
+				i += 6
+			default:
+				return i, false, syntaxf("bad escape at offset %d", i)
+			}
+		case c < 0x20:
+			return i, false, syntaxf("control character in string at offset %d", i)
+		default: // past ASCII
+			plain = false
+			i++
+		}
+	}
+	return i, false, syntaxf("unterminated string at offset %d", start)
+}
+
+// String decodes raw, a string value, as encoding/json decodes it into a Go
+// string (one allocation; none for "").
+func String(raw []byte) (string, error) {
+	if len(raw) == 2 && raw[0] == '"' && raw[1] == '"' {
+		return "", nil
+	}
+	return jsonstr.Decode(raw)
+}
+
+// Int is raw, a number value, as encoding/json decodes it into an int64:
+// ok only for an integer literal in range (encoding/json refuses 1.0 and
+// 1e3 for an integer field).
+func Int(raw []byte) (n int64, ok bool) {
+	neg := len(raw) > 0 && raw[0] == '-'
+	d := raw
+	if neg {
+		d = raw[1:]
+	}
+	if len(d) == 0 || len(d) > 19 {
+		return 0, false // 19 digits hold every int64; more may not
+	}
+	var u uint64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case neg && u <= 1<<63:
+		return -int64(u), true
+	case !neg && u < 1<<63:
+		return int64(u), true
+	}
+	return 0, false
+}
