@@ -1,7 +1,6 @@
 package bleu
 
 import (
-	"math/bits"
 	"unicode/utf8"
 
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
@@ -135,38 +134,4 @@ func appendFields13a(dst []int32, line string) []int32 {
 	}
 	flush(n)
 	return dst
-}
-
-// hashToken is the vocabulary hash of the fused path: a word at a time,
-// since fields come whole rather than byte by byte. Any hash serves (the
-// table compares the bytes), as long as one table sees one hash.
-func hashToken(s string) uint32 {
-	const k = 0x9e3779b97f4a7c15
-	h := uint64(len(s)) * k
-	for len(s) >= 8 {
-		h = bits.RotateLeft64((h^le64(s))*k, 31)
-		s = s[8:]
-	}
-	var tail uint64
-	switch {
-	case len(s) >= 4:
-		tail = uint64(le32(s)) | uint64(le32(s[len(s)-4:]))<<32
-	case len(s) > 0:
-		tail = uint64(s[0]) | uint64(s[len(s)/2])<<8 | uint64(s[len(s)-1])<<16
-	}
-	h = (h ^ tail) * k
-	return uint32(h>>32) ^ uint32(h)
-}
-
-// le64 and le32 read a little-endian word from the start of s (the
-// compiler turns each into one load).
-func le64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-func le32(s string) uint32 {
-	_ = s[3]
-	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
