@@ -142,7 +142,7 @@ type batch struct {
 // the writer in order. It stops early when the writer ends the run
 // (ctx), or, with OnErrorStop, after a line that does not parse.
 func read(ctx context.Context, sc sdk.Scorer, in io.Reader, opts Options, ordered chan<- *batch) error {
-	r := bufio.NewReaderSize(in, 1<<16)
+	r := newLineReader(in)
 	slots := make(chan struct{}, inFlight)
 	var scoring sync.WaitGroup
 	defer scoring.Wait()
@@ -179,7 +179,7 @@ func read(ctx context.Context, sc sdk.Scorer, in io.Reader, opts Options, ordere
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		line, readErr := readLine(r)
+		line, readErr := r.next()
 		if readErr != nil && readErr != io.EOF {
 			dispatch()
 			return fmt.Errorf("line %d: %w", lineNo, readErr)
@@ -207,18 +207,63 @@ func read(ctx context.Context, sc sdk.Scorer, in io.Reader, opts Options, ordere
 	}
 }
 
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
+// lineReader splits its input into lines that share large chunks of memory
+// instead of a buffer each: an item keeps its line (and the strings decoded
+// from it) until it is written, and a line is never written to once it is
+// handed out, so a chunk is only ever appended to. A line that runs past the
+// end of a chunk is carried, alone, into a fresh chunk.
+type lineReader struct {
+	r          io.Reader
+	buf        []byte // the current chunk: lines handed out, then buf[start:] unread
+	start      int
+	scanned    int // buf[start:start+scanned] holds no '\n'
+	err        error
+	chunkBytes int
+	maxLine    int
+}
+
+// readChunk is the size of a fresh chunk: a batch's worth of lines.
+const readChunk = batchBytes
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: r, chunkBytes: readChunk, maxLine: maxLine}
+}
+
+// next returns the next line with its '\n', or the last one without it and
+// io.EOF. The error is the reader's, or one for a line over maxLine.
+func (lr *lineReader) next() ([]byte, error) {
 	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > maxLine {
-			return nil, fmt.Errorf("line longer than %d bytes", maxLine)
+		pending := lr.buf[lr.start:]
+		if k := bytes.IndexByte(pending[lr.scanned:], '\n'); k >= 0 {
+			n := lr.scanned + k + 1
+			lr.start += n
+			lr.scanned = 0
+			if n > lr.maxLine {
+				return nil, fmt.Errorf("line longer than %d bytes", lr.maxLine)
+			}
+			return pending[:n:n], nil
 		}
-		if err == bufio.ErrBufferFull {
-			continue
+		lr.scanned = len(pending)
+		if len(pending) > lr.maxLine {
+			return nil, fmt.Errorf("line longer than %d bytes", lr.maxLine)
 		}
-		return line, err
+		if lr.err != nil {
+			lr.start = len(lr.buf)
+			lr.scanned = 0
+			return pending[:len(pending):len(pending)], lr.err
+		}
+		if len(lr.buf) == cap(lr.buf) {
+			// Full: the unfinished line moves to a fresh chunk, big
+			// enough for twice it; the old chunk stays with its lines.
+			fresh := make([]byte, len(pending), max(lr.chunkBytes, 2*len(pending)))
+			copy(fresh, pending)
+			lr.buf, lr.start = fresh, 0
+		}
+		n, err := lr.r.Read(lr.buf[len(lr.buf):cap(lr.buf)])
+		lr.buf = lr.buf[:len(lr.buf)+n]
+		if err != nil {
+			lr.err = err
+		}
 	}
 }
 

@@ -49,3 +49,34 @@ func TestTableMatchesMap(t *testing.T) {
 		}
 	}
 }
+
+// A table fed Sum's hashes interns as a map does, on tokens of every length
+// around Sum's word and tail sizes, and tokens differing in one byte.
+func TestTableWithSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var v Table
+	for round := range 10 {
+		v.Reset()
+		ref := map[string]uint32{}
+		for range 5000 {
+			b := make([]byte, rng.IntN(20))
+			for i := range b {
+				b[i] = "ab\x00\xff"[rng.IntN(4)]
+			}
+			tok := string(b)
+			want, ok := ref[tok]
+			if !ok {
+				want = uint32(len(ref))
+				ref[tok] = want
+			}
+			if got, ok := v.LookupHashed(b, Sum(tok), true); !ok || got != want {
+				t.Fatalf("round %d: intern(%q) = %d, want %d", round, tok, got, want)
+			}
+		}
+		for tok, want := range ref {
+			if got, ok := v.LookupHashed([]byte(tok), Sum(tok), false); !ok || got != want {
+				t.Fatalf("get(%q) = %d,%v want %d", tok, got, ok, want)
+			}
+		}
+	}
+}

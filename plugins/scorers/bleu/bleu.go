@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,6 +219,20 @@ func (s *Scorer) segment(c *counter, name string, tok tokenizeFunc, seg string) 
 	return unsafe.Slice(unsafe.StringData(out), len(out)) // only read
 }
 
+// segmentIDs appends the unigram ids of seg, preprocessed and tokenized as
+// segment does: 13a through the fused scan (fieldIDs), the other tokenizers
+// through their text.
+func (s *Scorer) segmentIDs(c *counter, name string, tok tokenizeFunc, seg string, add bool, dst []int32) []int32 {
+	if name == Tokenize13a && len(seg) < math.MaxInt32 {
+		if s.opts.Lowercase {
+			seg = pytext.Lower(seg)
+		}
+		return c.fieldIDs(dst, preprocess13a(pytext.RStrip(seg)), add)
+	}
+	c.text(s.segment(c, name, tok, seg), add)
+	return append(dst, c.ids[0]...)
+}
+
 // Score returns the sentence BLEU of the prediction against sample.Targets.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
 	if err := req.NeedTargets(Name); err != nil {
@@ -256,15 +271,14 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 	}
 	// sacrebleu: each segment is tokenized into the counter's buffers and
 	// its fields interned straight from them, one segment at a time.
-	c.reset()
+	c.vocab.Reset()
+	c.refIDs, c.refEnd = c.refIDs[:0], c.refEnd[:0]
 	for _, t := range req.Sample.Targets {
-		c.text(s.segment(c, name, tok, t), true)
-		c.ngrams(true)
-		c.addRef()
+		c.refIDs = s.segmentIDs(c, name, tok, t, true, c.refIDs)
+		c.refEnd = append(c.refEnd, len(c.refIDs))
 	}
-	c.text(s.segment(c, name, tok, req.Prediction), false)
-	c.ngrams(false)
-	st := c.hypStats()
+	c.hypIDs = s.segmentIDs(c, name, tok, req.Prediction, false, c.hypIDs[:0])
+	st := c.sacreStats()
 	res := compute(st, s.sentence)
 	resp := &sdk.ScoreResponse{Value: res.Score, Stats: st}
 	if !req.ForAggregate {

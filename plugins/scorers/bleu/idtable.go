@@ -94,3 +94,106 @@ func (t *idTable) grow() {
 		}
 	}
 }
+
+// gramTable counts the n-grams of a segment's references and matches its
+// hypothesis against them, for max orders up to 4 and up to 65,534 distinct
+// tokens per segment: an n-gram's key is its token ids plus one, packed as
+// 16-bit lanes, which is exact (a k-gram's top 4-k lanes are zero, so
+// orders never collide) and needs no table per order. Slots are marked with
+// a generation like idTable's.
+type gramTable struct {
+	slots []gramSlot
+	gen   uint32
+	n     int
+	bits  uint
+}
+
+type gramSlot struct {
+	key uint64
+	gen uint32
+	ref uint32 // the reference cur counts in
+	cur int32  // count in reference ref
+	max int32  // highest count in any one reference
+	hyp int32  // count in the hypothesis so far
+}
+
+func (t *gramTable) reset() {
+	t.gen++
+	t.n = 0
+	if t.gen == 0 {
+		clear(t.slots)
+		t.gen = 1
+	}
+}
+
+func (t *gramTable) slot(key uint64) uint64 {
+	return (key * 0x9e3779b97f4a7c15) >> (64 - t.bits)
+}
+
+// addRef counts key once in reference ref (references come in order).
+func (t *gramTable) addRef(key uint64, ref uint32) {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.slot(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.gen != t.gen {
+			*s = gramSlot{key: key, gen: t.gen, ref: ref, cur: 1, max: 1}
+			t.n++
+			return
+		}
+		if s.key == key {
+			if s.ref != ref {
+				s.ref, s.cur = ref, 0
+			}
+			s.cur++
+			s.max = max(s.max, s.cur)
+			return
+		}
+	}
+}
+
+// hit counts key once in the hypothesis and reports whether that
+// occurrence is matched: whether the hypothesis has no more of it so far
+// than some reference has. Summed over a hypothesis, that is sacrebleu's
+// clipped count, sum over n-grams of min(hypothesis count, max reference
+// count).
+func (t *gramTable) hit(key uint64) bool {
+	if t.n == 0 {
+		return false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.slot(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.gen != t.gen {
+			return false
+		}
+		if s.key == key {
+			s.hyp++
+			return s.hyp <= s.max
+		}
+	}
+}
+
+// grow doubles the table (at least 256 slots) and reinserts live entries.
+func (t *gramTable) grow() {
+	old, oldGen := t.slots, t.gen
+	size := max(256, 2*len(old))
+	t.slots = make([]gramSlot, size)
+	t.bits = uint(bits.TrailingZeros(uint(size)))
+	t.gen = 1
+	mask := uint64(size - 1)
+	for _, s := range old {
+		if s.gen != oldGen || t.n == 0 {
+			continue
+		}
+		for i := t.slot(s.key); ; i = (i + 1) & mask {
+			if t.slots[i].gen != t.gen {
+				s.gen = t.gen
+				t.slots[i] = s
+				break
+			}
+		}
+	}
+}

@@ -155,6 +155,111 @@ type counter struct {
 	ids     [][]int32 // per order: ids of the current sequence
 	refLens []int
 	scratch scratch // the tokenizer's buffers
+
+	// The packed path (maxPacked): each segment's unigram ids, the
+	// references' one after the other, and the field offsets of 13a.
+	grams  gramTable
+	refIDs []int32
+	refEnd []int // end of each reference in refIDs
+	hypIDs []int32
+	spans  []int32
+}
+
+// maxPacked bounds the packed path: n-grams of up to 4 tokens, of a segment
+// with fewer than 2^16-1 distinct tokens, fit gramTable's keys.
+const (
+	maxPackedOrder = 4
+	maxPackedVocab = 1<<16 - 2
+)
+
+// packedMasks[k] keeps the last k lanes of a window of packed ids.
+var packedMasks = [maxPackedOrder + 1]uint64{0, 1<<16 - 1, 1<<32 - 1, 1<<48 - 1, 1<<64 - 1}
+
+// fieldIDs appends the unigram ids of line's 13a fields (appendFields13a),
+// interned with add, else looked up (-1 for a token no reference has).
+func (c *counter) fieldIDs(dst []int32, line string, add bool) []int32 {
+	c.spans = appendFields13a(c.spans[:0], line)
+	for k := 0; k < len(c.spans); k += 2 {
+		tok := line[c.spans[k]:c.spans[k+1]]
+		if id, ok := c.vocab.LookupHashed(unsafe.Slice(unsafe.StringData(tok), len(tok)), intern.Sum(tok), add); ok {
+			dst = append(dst, int32(id))
+		} else {
+			dst = append(dst, -1)
+		}
+	}
+	return dst
+}
+
+// sacreStats is the segment statistics of the hypothesis in c.hypIDs
+// against the references in c.refIDs: through gramTable when they fit it
+// (packedStats), else through the per-order id tables.
+func (c *counter) sacreStats() []float64 {
+	if len(c.orders) <= maxPackedOrder && c.vocab.Len() <= maxPackedVocab {
+		return c.packedStats()
+	}
+	for k := range c.orders {
+		c.orders[k].reset()
+		c.refMax[k] = c.refMax[k][:0]
+	}
+	c.refLens = c.refLens[:0]
+	start := 0
+	for _, end := range c.refEnd {
+		c.ids[0] = append(c.ids[0][:0], c.refIDs[start:end]...)
+		start = end
+		c.ngrams(true)
+		c.addRef()
+	}
+	c.ids[0] = append(c.ids[0][:0], c.hypIDs...)
+	c.ngrams(false)
+	return c.hypStats()
+}
+
+// packedStats is hypStats for segments that fit gramTable: each reference
+// position adds the n-grams ending there, each hypothesis position matches
+// them, one probe per n-gram in one table.
+func (c *counter) packedStats() []float64 {
+	n := len(c.orders)
+	g := &c.grams
+	g.reset()
+	c.refLens = c.refLens[:0]
+	start := 0
+	for r, end := range c.refEnd {
+		ids := c.refIDs[start:end]
+		start = end
+		c.refLens = append(c.refLens, len(ids))
+		var w uint64
+		for i, id := range ids {
+			w = w<<16 | uint64(id+1)
+			for k := 1; k <= min(n, i+1); k++ {
+				g.addRef(w&packedMasks[k], uint32(r))
+			}
+		}
+	}
+	hyp := c.hypIDs
+	out := make([]float64, 2+2*n)
+	out[0] = float64(len(hyp))
+	out[1] = float64(closestRefLen(len(hyp), c.refLens))
+	var correct [maxPackedOrder]int
+	var w uint64
+	known := 0 // known tokens ending at this position: an n-gram with an unknown one matches nothing
+	for _, id := range hyp {
+		if id < 0 {
+			known = 0
+			continue
+		}
+		w = w<<16 | uint64(id+1)
+		known++
+		for k := 1; k <= min(n, known); k++ {
+			if g.hit(w & packedMasks[k]) {
+				correct[k-1]++
+			}
+		}
+	}
+	for k := 0; k < n; k++ {
+		out[2+k] = float64(correct[k])
+		out[2+n+k] = float64(max(len(hyp)-k, 0))
+	}
+	return out
 }
 
 func newCounter(maxOrder int) *counter {

@@ -57,6 +57,13 @@ type scratch struct{ a, b []byte }
 // tokenize13a is the package's tokenize13a into sc's buffers: the result is
 // valid until the next call on sc.
 func (sc *scratch) tokenize13a(line string) []byte {
+	return sc.rules(preprocess13a(line), true)
+}
+
+// preprocess13a is Tokenizer13a's replacements before its regexp rules:
+// "<skipped>" removed, line breaks joined, four entities unescaped. Most
+// lines have none of '<', '\n' and '&', and are returned as they are.
+func preprocess13a(line string) string {
 	if strings.IndexByte(line, '<') >= 0 {
 		line = strings.ReplaceAll(line, "<skipped>", "")
 	}
@@ -70,7 +77,7 @@ func (sc *scratch) tokenize13a(line string) []byte {
 		line = strings.ReplaceAll(line, "&lt;", "<")
 		line = strings.ReplaceAll(line, "&gt;", ">")
 	}
-	return sc.rules(line, true)
+	return line
 }
 
 // regexpRules is sacrebleu's TokenizerRegexp. Its four re.sub passes are

@@ -342,6 +342,16 @@ func TestDefaultTokenizerIDs(t *testing.T) {
 		}
 		inputs = append(inputs, b.String())
 	}
+	// Without the two letters that send the rest to the byte-at-a-time
+	// path, and with longer tokens: the one-scan path.
+	alphabet = []string{"a", "Z", "q", "0", "9", " ", ",", "-", "é", "中", "\n", "ß", "\xff", "abcdefgh", "ABCDEFGHIJ", "xyZ"}
+	for range 3000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		inputs = append(inputs, b.String())
+	}
 	tok := defaultTokenizer{}
 	for _, in := range inputs {
 		var want, got scratch

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/hayloft/hayloft/plugins/internal/intern"
 )
@@ -107,21 +108,76 @@ func (t defaultTokenizer) tokenize(dst []string, text string) []string {
 // is made per token. Every ROUGE-L score of the default configuration goes
 // through here, two texts per pair. It must agree with tokenize exactly
 // (TestDefaultTokenizerIDs).
-func (defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, word *[]byte) []int32 {
+//
+// A token of ASCII letters and digits between separators is taken in one
+// scan, interned straight from text when it has no capital (most tokens)
+// and from its lowercase copy in word when it has; the rest of the text
+// goes through appendIDsSlow from the first token that meets one of the two
+// non-ASCII letters str.lower maps into [a-z]. Tokens are hashed whole with
+// intern.Sum on both ways.
+func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, word *[]byte) []int32 {
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(text[i:])
+			if r == '\u212a' || r == '\u0130' {
+				return t.appendIDsSlow(dst, text[i:], tab, word)
+			}
+			i += size
+			continue
+		}
+		if asciiToken[c] == 0 {
+			i++
+			continue
+		}
+		start, upper := i, false
+		for ; i < len(text); i++ {
+			c := text[i]
+			if c >= utf8.RuneSelf {
+				break
+			}
+			l := asciiToken[c]
+			if l == 0 {
+				break
+			}
+			upper = upper || l != c
+		}
+		if i < len(text) && text[i] >= utf8.RuneSelf {
+			if r, _ := utf8.DecodeRuneInString(text[i:]); r == '\u212a' || r == '\u0130' {
+				return t.appendIDsSlow(dst, text[start:], tab, word)
+			}
+		}
+		tok := text[start:i]
+		if upper {
+			w := (*word)[:0]
+			for k := 0; k < len(tok); k++ {
+				w = append(w, asciiToken[tok[k]])
+			}
+			*word = w
+			tok = unsafe.String(unsafe.SliceData(w), len(w))
+		}
+		id, _ := tab.LookupHashed(unsafe.Slice(unsafe.StringData(tok), len(tok)), intern.Sum(tok), true)
+		dst = append(dst, int32(id))
+	}
+	return dst
+}
+
+// appendIDsSlow is appendIDs a byte at a time, for text with a Kelvin sign
+// or a dotted capital I, which str.lower turns into letters of a token.
+func (defaultTokenizer) appendIDsSlow(dst []int32, text string, tab *intern.Table, word *[]byte) []int32 {
 	w := (*word)[:0]
-	h := intern.HashStart
 	emit := func() {
 		if len(w) > 0 {
-			id, _ := tab.LookupHashed(w, h, true)
+			id, _ := tab.LookupHashed(w, intern.Sum(unsafe.String(unsafe.SliceData(w), len(w))), true)
 			dst = append(dst, int32(id))
-			w, h = w[:0], intern.HashStart
+			w = w[:0]
 		}
 	}
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < utf8.RuneSelf {
 			if l := asciiToken[c]; l != 0 {
-				w, h = append(w, l), intern.HashByte(h, l)
+				w = append(w, l)
 			} else {
 				emit()
 			}
@@ -131,9 +187,9 @@ func (defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, w
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch r { // as in tokenize: the two letters str.lower maps into [a-z]
 		case '\u212a':
-			w, h = append(w, 'k'), intern.HashByte(h, 'k')
+			w = append(w, 'k')
 		case '\u0130':
-			w, h = append(w, 'i'), intern.HashByte(h, 'i')
+			w = append(w, 'i')
 			emit() // its combining dot separates
 		default:
 			emit()

@@ -1,0 +1,95 @@
+package bleu
+
+import (
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hayloft/hayloft/plugins/internal/pytext"
+	"github.com/hayloft/hayloft/sdk/sdktest"
+)
+
+// fused13aInputs are texts for the fused 13a scan: the Opticks, random
+// strings of pieces (punctuation, digits, entities, Unicode whitespace and
+// letters), and dense strings over the bytes the rules look at, where
+// neighbouring matches interact.
+func fused13aInputs(t *testing.T) []string {
+	var inputs []string
+	if b, err := os.ReadFile(sdktest.OpticksPath()); err == nil {
+		inputs = append(inputs, strings.Split(string(b), "\n")...)
+	}
+	pieces := strings.Split("a b 1 2 . , - & ; ' \" ( ) [ ] { } < > / \\ : @ ! ? $ % ^ * + = | ~ `   \t \n \x1c \x0b &quot; &amp; &lt; &gt; <skipped> -\n 中 。 ‐ … € « » ١ ² Σ İ ÿ \u00a0 \u3000 \u2009 \u0085 \xff", " ")
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		var b strings.Builder
+		for n := rng.IntN(30); n > 0; n-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		inputs = append(inputs, b.String())
+	}
+	for range 50000 {
+		var b strings.Builder
+		for n := rng.IntN(14); n > 0; n-- {
+			b.WriteByte("1a.,- ,.9"[rng.IntN(9)])
+		}
+		inputs = append(inputs, b.String())
+	}
+	return inputs
+}
+
+func TestFused13aMatchesRules(t *testing.T) {
+	for _, in := range fused13aInputs(t) {
+		line := preprocess13a(pytext.RStrip(in))
+		want := pytext.Fields(tokenize13a(pytext.RStrip(in)))
+		spans := appendFields13a(nil, line)
+		var got []string
+		for k := 0; k < len(spans); k += 2 {
+			got = append(got, line[spans[k]:spans[k+1]])
+		}
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("13a fields of %q:\n got %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+// The packed counting (gramTable) gives the per-order tables' statistics,
+// with one or several references, repeated n-grams, unknown hypothesis
+// tokens and every max order it takes.
+func TestPackedStatsMatchTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for round := range 3000 {
+		order := 1 + rng.IntN(maxPackedOrder)
+		vocab := 1 + rng.IntN(12)
+		word := func() string { return string(rune('a' + rng.IntN(vocab))) }
+		var refs [][]string
+		for range 1 + rng.IntN(3) {
+			var ref []string
+			for range rng.IntN(20) {
+				ref = append(ref, word())
+			}
+			refs = append(refs, ref)
+		}
+		var hyp []string
+		for range rng.IntN(20) {
+			hyp = append(hyp, word())
+			if rng.IntN(8) == 0 {
+				hyp = append(hyp, "unknown")
+			}
+		}
+		want := newCounter(order).stats(hyp, refs)
+		c := newCounter(order)
+		c.vocab.Reset()
+		for _, ref := range refs {
+			c.words(ref, true)
+			c.refIDs = append(c.refIDs, c.ids[0]...)
+			c.refEnd = append(c.refEnd, len(c.refIDs))
+		}
+		c.words(hyp, false)
+		c.hypIDs = append(c.hypIDs, c.ids[0]...)
+		if got := c.packedStats(); !slices.Equal(got, want) {
+			t.Fatalf("round %d: refs %q hyp %q order %d: packed %v, tables %v", round, refs, hyp, order, got, want)
+		}
+	}
+}
