@@ -135,6 +135,11 @@ func (e *cliEnv) cmdReport(ctx context.Context, args []string) error {
 		fs.Usage()
 		return &exitError{code: 2, err: errors.New("usage: hayloft report [--run ID] [--eval NAME] -o report.html"), printed: true}
 	}
+	stopProfile, err := startKernelProfile("report")
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	var runID string
 	err = e.writeRun(ctx, &jf, *out, func(w io.Writer, st *store.Store, run *journal.Run) error {
 		runID = run.ID

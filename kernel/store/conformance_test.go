@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -450,6 +451,15 @@ func conformReport(t *testing.T, where string) {
 	}
 	if want := (PrefixUse{Responses: 6, Reported: 3, PromptTokens: 600, CachedTokens: 0 + 20 + 40, ComputedTokens: 300 - 60}); use != want {
 		t.Errorf("prefix use = %+v, want %+v", use, want)
+	}
+	// That was the use journaled when the row finished; summed from the
+	// samples again, it is the same.
+	var journaledUse sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT prefix_use FROM evals WHERE run_id = $1 AND name = 'e'`, run).Scan(&journaledUse); err != nil || !journaledUse.Valid {
+		t.Errorf("prefix use journaled: %+v, %v", journaledUse, err)
+	}
+	if summed, err := s.sumPrefixUse(ctx, run, "e"); err != nil || summed != use {
+		t.Errorf("prefix use summed from the samples = %+v, %v; journaled %+v", summed, err, use)
 	}
 	var answers []string
 	err = s.EachSampleAnswer(ctx, run, "e", ReadRequest, func(a *SampleAnswer) error {

@@ -68,10 +68,19 @@ func (s *Store) FinishEval(ctx context.Context, runID, evalName string, o Outcom
 		}
 		prefix = sql.NullString{String: string(b), Valid: true}
 	}
+	// The row's samples are journaled by now: their prefix-cache sums are
+	// journaled with the outcome, which spares every report the join.
+	prefixUse, perr := s.finishedPrefixUse(ctx, runID, evalName)
+	if perr != nil {
+		return fmt.Errorf("finish eval %s/%s: %w", runID, evalName, perr)
+	}
 	now := formatTime(time.Now())
 	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := execOne(ctx, tx, `UPDATE evals SET samples = $1, cached = $2, errors = $3, truncated = $4, error = $5, expected = $6, prefix_metrics = $7
 			WHERE run_id = $8 AND name = $9`, o.Samples, o.Cached, o.Errors, o.Truncated, o.Error, sql.NullInt64{Int64: int64(o.Expected), Valid: o.Expected > 0}, prefix, runID, evalName); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE evals SET prefix_use = $1 WHERE run_id = $2 AND name = $3`, prefixUse, runID, evalName); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM metrics WHERE run_id = $1 AND eval_name = $2`, runID, evalName); err != nil {

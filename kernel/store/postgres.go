@@ -274,4 +274,8 @@ ALTER TABLE evals ADD COLUMN expected BIGINT;
 	`
 ALTER TABLE evals ADD COLUMN prefix_metrics TEXT;
 `,
+	// 8: an eval row's summed prefix-cache use (as SQLite's 8).
+	`
+ALTER TABLE evals ADD COLUMN prefix_use TEXT;
+`,
 }

@@ -191,6 +191,13 @@ ALTER TABLE evals ADD COLUMN expected INTEGER;
 	`
 ALTER TABLE evals ADD COLUMN prefix_metrics TEXT;
 `,
+	// 8: what an eval row's responses said of the prefix cache (JSON
+	// PrefixUse without its metrics), summed when the row finished, so a
+	// report need not join every sample to its response again; NULL for
+	// rows finished before, whose sums are computed when read.
+	`
+ALTER TABLE evals ADD COLUMN prefix_use TEXT;
+`,
 }
 
 // SchemaVersion is the journal schema this build writes.

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// The prefix-cache sums FinishEval journals are the sums a report computed
+// from the samples and their responses before (and still computes for rows
+// without them): on a journal of two runs, a response shared by two
+// samples, one answered from the earlier run's cache, responses with and
+// without a cached count, and samples that failed.
+func TestPrefixUseJournaled(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	k := mustKeyer(t, testIdentity())
+	put := func(i int, cached *int) Keyed {
+		r := mustKeyed(t, k, testRequest(i))
+		if err := s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: "x", Usage: sdk.Usage{PromptTokens: 100 + i, CachedTokens: cached}}, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	tokens := func(n int) *int { return &n }
+	first, err := s.BeginRun(ctx, RunInfo{ConfigPath: "a.hcl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := put(0, tokens(40)) // answered in the first run, reused by the second
+	second, err := s.BeginRun(ctx, RunInfo{ConfigPath: "a.hcl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sample struct {
+		key    string
+		failed bool
+	}
+	rows := []struct {
+		run, name string
+		samples   []sample
+	}{
+		{first, "e/a/none", []sample{{key: shared.Key}, {key: put(1, nil).Key}, {key: put(2, tokens(0)).Key}, {key: "never answered", failed: true}}},
+		{second, "e/a/none", []sample{{key: shared.Key}, {key: shared.Key}, {key: put(3, tokens(77)).Key}}},
+		{second, "e/silent/none", []sample{{key: put(4, nil).Key}, {key: put(5, nil).Key}}},
+		{second, "e/empty/none", nil},
+	}
+	for _, row := range rows {
+		if err := s.PutEval(ctx, row.run, EvalInfo{Name: row.name, Scorers: []string{"exact"}}); err != nil {
+			t.Fatal(err)
+		}
+		for i, smp := range row.samples {
+			id := strconv.Itoa(i)
+			if smp.failed {
+				if err := s.PutFailure(ctx, row.run, row.name, id, smp.key, errors.New("boom")); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := s.PutResult(ctx, row.run, row.name, &sdk.Sample{ID: id}, SampleMeta{Index: i, RequestKey: smp.key},
+				[]NamedScore{{Scorer: "exact", Score: &sdk.ScoreResponse{Value: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.FinishEval(ctx, row.run, row.name, Outcome{Samples: len(row.samples)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]PrefixUse{
+		first + "e/a/none":       {Responses: 3, Reported: 2, PromptTokens: 100 + 101 + 102, CachedTokens: 40, ComputedTokens: 100 + 102 - 40},
+		second + "e/a/none":      {Responses: 3, Reported: 3, PromptTokens: 100 + 100 + 103, CachedTokens: 40 + 40 + 77, ComputedTokens: 100 + 100 + 103 - 157},
+		second + "e/silent/none": {Responses: 2, PromptTokens: 104 + 105},
+		second + "e/empty/none":  {},
+	}
+	check := func(how string) {
+		t.Helper()
+		for _, row := range rows {
+			got, err := s.PrefixUse(ctx, row.run, row.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recomputed, err := s.sumPrefixUse(ctx, row.run, row.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := want[row.run+row.name]; got != w || recomputed != w {
+				t.Errorf("%s: %s: prefix use %+v, recomputed %+v, want %+v", how, row.name, got, recomputed, w)
+			}
+		}
+	}
+	// Journaled: PrefixUse reads the column, not the samples.
+	var journaled int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(prefix_use) FROM evals`).Scan(&journaled); err != nil || journaled != len(rows) {
+		t.Fatalf("%d of %d rows journaled their prefix use (%v)", journaled, len(rows), err)
+	}
+	check("journaled")
+	// A row finished by an older hayloft (no column value) is summed when
+	// read, to the same figures.
+	if _, err := s.db.ExecContext(ctx, `UPDATE evals SET prefix_use = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	check("summed when read")
+	// What is journaled is what is read: a report does not look at the
+	// samples of a finished row again.
+	fake := `{"responses":9,"reported":9,"prompt_tokens":90,"cached_tokens":45,"computed_tokens":45}`
+	if _, err := s.db.ExecContext(ctx, `UPDATE evals SET prefix_use = $1 WHERE run_id = $2`, fake, first); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.PrefixUse(ctx, first, "e/a/none"); err != nil || got != (PrefixUse{Responses: 9, Reported: 9, PromptTokens: 90, CachedTokens: 45, ComputedTokens: 45}) {
+		t.Errorf("journaled use read back as %+v, %v", got, err)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE evals SET prefix_use = 'not json' WHERE run_id = $1`, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PrefixUse(ctx, first, "e/a/none"); err == nil {
+		t.Error("a journaled prefix use that is not JSON read without an error")
+	}
+	// A row not in the journal has no use.
+	if got, err := s.PrefixUse(ctx, second, "e/none/none"); err != nil || got != (PrefixUse{}) {
+		t.Errorf("unknown row: %+v, %v", got, err)
+	}
+}
