@@ -2,6 +2,7 @@ package acmepy_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/hayloft/hayloft/kernel/pluginhost"
+	"github.com/hayloft/hayloft/sdk"
 )
 
 // Targets of issue 21, printed beside each figure.
@@ -29,10 +35,11 @@ func verdict(ok bool) string {
 // exec of the pinned .pyz to its go-plugin handshake line (the interpreter,
 // grpc's import, the unix socket). Target: at most 150 ms. Beside it, the
 // same interpreter importing the SDK and the plugin's module from the .pyz
-// splits the figure into import and handshake, and the .pyz's `describe`
-// (stored at pack time) is what hayloft pays once before it.
+// splits the figure into import and handshake, and the host's describe of
+// the .pyz (its sha256 and the answer stored at pack time, read from the
+// archive) is what hayloft pays once before it.
 func BenchmarkStart(b *testing.B) {
-	pyz, _ := packOnce(b, ".", "acme")
+	pyz, sum := packOnce(b, ".", "acme")
 	py := python(b)
 	env := append(os.Environ(), "HAYLOFT_PLUGIN=4c1d0e5b-hayloft-plugin-1b7f", "PLUGIN_PROTOCOL_VERSIONS=1")
 	importCode := fmt.Sprintf("import sys; sys.path.insert(0, %q); import hayloft_plugin._entry, acme", pyz)
@@ -59,11 +66,19 @@ func BenchmarkStart(b *testing.B) {
 		if f := strings.Split(line, "|"); len(f) > 3 {
 			os.RemoveAll(filepath.Dir(f[3]))
 		}
+		h, err := pluginhost.New(pluginhost.Options{Builtin: sdk.NewSet("builtin", "bench"), Logger: hclog.NewNullLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := h.AddPlugin(pluginhost.Spec{Name: "acme", Source: pyz, SHA256: sum}); err != nil {
+			b.Fatal(err)
+		}
 		t := time.Now()
-		if out, err := exec.Command(pyz, "describe").Output(); err != nil || !strings.Contains(string(out), `"protocol"`) {
+		if _, err := h.Resolve(context.Background(), sdk.KindScorer, "numeric", "acme"); err != nil {
 			b.Fatalf("describe: %v", err)
 		}
 		describe += time.Since(t)
+		h.Close()
 		t = time.Now()
 		if out, err := exec.Command(py, "-c", importCode).CombinedOutput(); err != nil {
 			b.Fatalf("import: %v\n%s", err, out)
@@ -76,7 +91,7 @@ func BenchmarkStart(b *testing.B) {
 	b.ReportMetric(ms(start), "ms/start")
 	b.ReportMetric(ms(imp), "ms/import")
 	b.ReportMetric(ms(desc), "ms/describe")
-	b.Logf("start-up to the handshake: %.0f ms (target <= %.0f ms): %s; of which the interpreter with the SDK and module imported %.0f ms, grpc and serving %.0f ms; describe (before it, once per run) %.0f ms",
+	b.Logf("start-up to the handshake: %.0f ms (target <= %.0f ms): %s; of which the interpreter with the SDK and module imported %.0f ms, grpc and serving %.0f ms; the host's describe (before it, once per run) %.1f ms",
 		ms(start), ms(targetStart), verdict(start <= targetStart), ms(imp), ms(start-imp), ms(desc))
 }
 

@@ -34,8 +34,9 @@ type describeResult struct {
 	sha  string // hex sha256 of the binary when it was described
 }
 
-// describe returns what src serves, running `<bin> describe` unless the
-// same file was described before.
+// describe returns what src serves, running `<bin> describe` (or reading
+// the answer a script archive carries) unless the same file was described
+// before.
 func (h *Host) describe(ctx context.Context, src *Source) (plugin.DescribeInfo, error) {
 	if src.Builtin && h.opts.Builtin != nil {
 		return plugin.Describe(h.opts.Builtin), nil
@@ -59,6 +60,23 @@ func (h *Host) describe(ctx context.Context, src *Source) (plugin.DescribeInfo, 
 	if err != nil {
 		return plugin.DescribeInfo{}, err
 	}
+	info, ok, err := describeArchive(src, fi.Size())
+	if err != nil {
+		return plugin.DescribeInfo{}, err
+	}
+	if !ok {
+		if info, err = runDescribe(ctx, src); err != nil {
+			return plugin.DescribeInfo{}, err
+		}
+	}
+	h.mu.Lock()
+	h.cache[key] = describeResult{info: info, sha: sum}
+	h.mu.Unlock()
+	return info, nil
+}
+
+// runDescribe runs `<bin> describe`.
+func runDescribe(ctx context.Context, src *Source) (plugin.DescribeInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -70,17 +88,23 @@ func (h *Host) describe(ctx context.Context, src *Source) (plugin.DescribeInfo, 
 		}
 		return plugin.DescribeInfo{}, fmt.Errorf("%s: describe: %v%s", src, err, firstLine(stderr.String()))
 	}
+	info, err := decodeDescribe(&stdout)
+	if err != nil {
+		return info, fmt.Errorf("%s: describe: %w", src, err)
+	}
+	return info, nil
+}
+
+// decodeDescribe reads a describe answer: JSON naming a protocol. The
+// errors read after "describe:" or the archive entry's name.
+func decodeDescribe(r io.Reader) (plugin.DescribeInfo, error) {
 	var info plugin.DescribeInfo
-	dec := json.NewDecoder(&stdout)
-	if err := dec.Decode(&info); err != nil {
-		return plugin.DescribeInfo{}, fmt.Errorf("%s: describe printed no valid JSON: %v", src, err)
+	if err := json.NewDecoder(r).Decode(&info); err != nil {
+		return plugin.DescribeInfo{}, fmt.Errorf("no valid JSON: %v", err)
 	}
 	if info.Protocol == "" {
-		return plugin.DescribeInfo{}, fmt.Errorf("%s: describe names no protocol; is it a hayloft plugin?", src)
+		return plugin.DescribeInfo{}, errors.New("no protocol named; is it a hayloft plugin?")
 	}
-	h.mu.Lock()
-	h.cache[key] = describeResult{info: info, sha: sum}
-	h.mu.Unlock()
 	return info, nil
 }
 

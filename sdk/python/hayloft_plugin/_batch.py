@@ -115,8 +115,10 @@ def _str(v: Any) -> str:
 
 def _sample(buf: bytes, i: int, end: int, decode_map: Callable[[str, bytes], dict]) -> Any:
     """The Sample encoded in buf[i:end], or the exception its metadata
-    raised. Tags and lengths below 128 (one byte) are read inline: a call
-    costs more than the rest of a field's decoding."""
+    raised. Tags (all of Sample's fit in one byte) and lengths of one or
+    two bytes are read inline, and fields are told apart by their whole
+    tag, commonest first: a function call or a tuple costs more than the
+    rest of a field's decoding."""
     sid = context = question = language = subtask = tokenizer = ""
     messages: List[Message] = []
     choices: List[str] = []
@@ -131,53 +133,55 @@ def _sample(buf: bytes, i: int, end: int, decode_map: Callable[[str, bytes], dic
             i += 1
         else:
             t, i = _varint(buf, i)
-        num, wire = t >> 3, t & 7
-        if wire == 2:
+        if t & 7 == 2:
             n = buf[i]
             if n < 0x80:
                 i += 1
+            elif buf[i + 1] < 0x80:
+                n = (n & 0x7F) | buf[i + 1] << 7
+                i += 2
             else:
                 n, i = _varint(buf, i)
             s, i = i, i + n
             if i > end:
                 raise DecodeError("truncated field")
-            if num == 6:
+            if t == 0x32:  # 6 targets
                 targets.append(buf[s:i].decode())
-            elif num == 1:
+            elif t == 0x0A:  # 1 id
                 sid = buf[s:i].decode()
-            elif num == 7:
+            elif t == 0x3A:  # 7 length
                 if i > s:
                     tk, tz = _pair(buf, s, i)
                     length, tokenizer = _int64(tk or 0), _str(tz)
-            elif num == 2:
+            elif t == 0x12:  # 2 context
                 context = buf[s:i].decode()
-            elif num == 3:
+            elif t == 0x1A:  # 3 question
                 question = buf[s:i].decode()
-            elif num == 4:
+            elif t == 0x22:  # 4 messages
                 role, content = _pair(buf, s, i)
                 messages.append(Message(_str(role), _str(content)))
-            elif num == 5:
+            elif t == 0x2A:  # 5 choices
                 choices.append(buf[s:i].decode())
-            elif num == 9:
+            elif t == 0x4A:  # 9 language
                 language = buf[s:i].decode()
-            elif num == 10:
+            elif t == 0x52:  # 10 subtask
                 subtask = buf[s:i].decode()
-            elif num == 12:
+            elif t == 0x62:  # 12 metadata_json
                 metadata = buf[s:i]
-            elif num == 14:
+            elif t == 0x72:  # 14 grid
                 gl, gd = _pair(buf, s, i)
                 grid = GridPoint(length=_int64(gl or 0), depth=gd or 0.0)
-        elif wire == 1 and num == 8:
+        elif t == 0x41:  # 8 depth, fixed64
             depth = _DOUBLE.unpack_from(buf, i)[0]
             i += 8
-        elif wire == 0 and num in (11, 13):
+        elif t == 0x58:  # 11 max_new_tokens
             v, i = _varint(buf, i)
-            if num == 11:
-                max_new = _int64(v)
-            else:
-                window = _int64(v)
+            max_new = _int64(v)
+        elif t == 0x68:  # 13 window
+            v, i = _varint(buf, i)
+            window = _int64(v)
         else:
-            i = _skip(buf, i, wire)
+            i = _skip(buf, i, t & 7)
     if i != end:
         raise DecodeError("truncated sample")
     s = _new(Sample)
@@ -213,11 +217,16 @@ def decode_score_batch(buf: bytes, decode_map: Callable[[str, bytes], dict]) -> 
 
 def _decode_score_batch(buf: bytes, decode_map: Callable[[str, bytes], dict]) -> List[Tuple[Any, str]]:
     out = []
+    append = out.append
     i, end = 0, len(buf)
     while i < end:
-        num, wire, i = _field(buf, i)
-        if num != 1 or wire != 2:
-            i = _skip(buf, i, wire)
+        t = buf[i]
+        if t < 0x80:
+            i += 1
+        else:
+            t, i = _varint(buf, i)
+        if t != 0x0A:  # not requests (1, length-delimited)
+            i = _skip(buf, i, t & 7)
             continue
         s, e = _len(buf, i, end)
         i = e
@@ -235,6 +244,9 @@ def _decode_score_batch(buf: bytes, decode_map: Callable[[str, bytes], dict]) ->
             n = buf[s]
             if n < 0x80:
                 s += 1
+            elif buf[s + 1] < 0x80:
+                n = (n & 0x7F) | buf[s + 1] << 7
+                s += 2
             else:
                 n, s = _varint(buf, s)
             a, s = s, s + n
@@ -248,7 +260,7 @@ def _decode_score_batch(buf: bytes, decode_map: Callable[[str, bytes], dict]) ->
             raise DecodeError("truncated request")
         if sample is None:
             sample = _sample(buf, 0, 0, decode_map)
-        out.append((sample, pred))
+        append((sample, pred))
     if i != end:
         raise DecodeError("truncated batch")
     return out
@@ -287,4 +299,38 @@ def encode_results(results: List[Tuple[bool, bytes]]) -> bytes:
     for ok, body in results:
         r = (b"\x0a" if ok else b"\x12") + _uvarint(len(body)) + body
         parts.append(b"\x0a" + _uvarint(len(r)) + r)
+    return b"".join(parts)
+
+
+# A ScoreBatchResponse's result that is a bare value: results (1) holding a
+# ScoreResult whose response (1) is a ScoreResponse of value (1, fixed64)
+# alone, the double following.
+_VALUE_ONLY = b"\x0a\x0b\x0a\x09\x09"
+
+
+def score_items(items: List[Tuple[Any, str]], call: Callable[[Any, str], Any], as_score: Callable[[Any, Any], Score],
+                fail: Callable[[BaseException], bytes], encode_map: Callable[[str, Any], bytes]) -> bytes:
+    """The encoded ScoreBatchResponse for decoded items, scored one after
+    another on this thread: call(sample, prediction) is the user's scorer,
+    as_score turns what it returned into a Score (or raises), fail encodes
+    an exception as the request's Error. A Score of a value alone, what
+    most scorers return, is encoded without a function call."""
+    parts = []
+    append = parts.append
+    pack = _DOUBLE.pack
+    for sample, prediction in items:
+        try:
+            if sample.__class__ is not Sample:
+                raise sample  # its metadata did not decode
+            r = call(sample, prediction)
+            if r.__class__ is not Score:
+                r = as_score(r, sample)
+            if not (r.invalid or r.details or r.stats):
+                append(_VALUE_ONLY + pack(r.value))
+                continue
+            body, tag = encode_score(r, encode_map), b"\x0a"
+        except Exception as e:
+            body, tag = fail(e), b"\x12"
+        res = tag + _uvarint(len(body)) + body
+        append(b"\x0a" + _uvarint(len(res)) + res)
     return b"".join(parts)

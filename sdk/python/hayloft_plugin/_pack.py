@@ -6,10 +6,13 @@ pin. The pin covers the code in the .pyz; the interpreter named on its
 first line and the grpcio and protobuf it imports are not in it.
 
 When the module imports at pack time, its `describe` answer goes into the
-archive too, and the packed program prints it without importing anything:
-hayloft runs describe once per plugin file before it starts a component, and
-the import is most of its cost. A module that does not import here (a
-missing dependency, an error) describes itself at run time, as before."""
+archive too, as the entry hayloft-describe.json, which hayloft reads
+instead of running the program (kernel/pluginhost/archive.go), and the
+packed program prints it without importing anything when run as `describe`:
+hayloft needs describe once per plugin file before it starts a component,
+and an interpreter's start is most of its cost. A module that does not
+import here (a missing dependency, an error) describes itself at run time,
+as before."""
 
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ from typing import Iterator, List, Optional, Tuple
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 DEFAULT_PYTHON = "/usr/bin/env python3"
+# The archive entry with the describe answer; kernel/pluginhost reads it.
+DESCRIBE_ENTRY = "hayloft-describe.json"
 
 
 def _files(root: str, arcbase: str) -> Iterator[Tuple[str, str]]:
@@ -128,6 +133,8 @@ def pack(target: str, output: str, python: str = DEFAULT_PYTHON, path: Optional[
             z.writestr(info, data)
 
         add("__main__.py", main.encode())
+        if described is not None:
+            add(DESCRIBE_ENTRY, described.encode() + b"\n")
         for arc in sorted(names):
             with open(names[arc], "rb") as f:
                 data = f.read()

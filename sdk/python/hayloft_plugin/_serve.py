@@ -522,7 +522,14 @@ class _Scorer:
             items = _batch.decode_score_batch(raw, _wire._decode_map)
         except (_batch.DecodeError, UnicodeDecodeError) as e:
             abort(ctx, pb.Error(message=f"ScoreBatch: malformed request: {e}"), "INVALID_ARGUMENT")
-        score, encode_map = comp.score, _wire._encode_map
+        encode_map = _wire._encode_map
+
+        def fail(e: BaseException) -> bytes:
+            return runner.call_error("score", e).SerializeToString()
+
+        if threads is None:
+            return _batch.score_items(items, comp._call, comp.as_score, fail, encode_map)
+        score = comp.score
 
         def one(item: Any) -> Any:
             sample, prediction = item
@@ -531,10 +538,9 @@ class _Scorer:
                     raise sample
                 return True, _batch.encode_score(score(sample, prediction), encode_map)
             except Exception as e:
-                return False, runner.call_error("score", e).SerializeToString()
+                return False, fail(e)
 
-        results = list(threads.map(one, items)) if threads is not None else [one(x) for x in items]
-        return _batch.encode_results(results)
+        return _batch.encode_results(list(threads.map(one, items)))
 
     @staticmethod
     def _in_workers(req: Any, workers: Any) -> Any:

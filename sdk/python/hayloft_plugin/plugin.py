@@ -297,7 +297,10 @@ class Component:
     # ---- scorer ----
 
     def score(self, sample: Sample, prediction: str) -> Score:
-        r = self._call(sample, prediction)
+        return self.as_score(self._call(sample, prediction), sample)
+
+    def as_score(self, r: Any, sample: Sample) -> Score:
+        """What the scorer returned for sample, as a Score."""
         if isinstance(r, Score):
             return r
         if isinstance(r, (int, float)):  # bool included: True scores 1

@@ -109,6 +109,52 @@ class EncodeTest(unittest.TestCase):
             _batch.encode_score(Score(value="1"), _wire._encode_map)
 
 
+class ScoreItemsTest(unittest.TestCase):
+    def test_as_the_general_encoding(self):
+        # Every shape a scorer's answer takes, through the fast loop and
+        # through encode_score and encode_results: the same bytes.
+        answers = {
+            "value": Score(value=0.75), "zero": Score(), "negative zero": Score(value=-0.0), "int": Score(value=1),
+            "invalid": Score(invalid=True), "details": Score(value=1, details={"k": "ü"}), "stats": Score(stats=[0.5]),
+            "number": 3, "bool": True, "wrong type": "1", "wrong value": Score(value="x"), "raises": ValueError("boom"),
+        }
+        bad = PluginError("sample m metadata: not a JSON object")
+        items = [(Sample(id=k), "p") for k in answers] + [(bad, "p")]
+
+        def call(sample, prediction):
+            a = answers[sample.id]
+            if isinstance(a, Exception):
+                raise a
+            return a
+
+        def as_score(r, sample):
+            if isinstance(r, Score):
+                return r
+            if isinstance(r, (int, float)):
+                return Score(value=float(r))
+            raise PluginError(f"returned {type(r).__name__} for sample {sample.id!r}")
+
+        def fail(e):
+            return pb.Error(kind=pb.Error.KIND_REQUEST, code="exception", message=str(e)).SerializeToString()
+
+        want = []
+        for smp, pred in items:
+            try:
+                if isinstance(smp, BaseException):
+                    raise smp
+                want.append((True, _batch.encode_score(as_score(call(smp, pred), smp), _wire._encode_map)))
+            except Exception as e:
+                want.append((False, fail(e)))
+        got = _batch.score_items(items, call, as_score, fail, _wire._encode_map)
+        self.assertEqual(got, _batch.encode_results(want))
+        res = pb.ScoreBatchResponse.FromString(got).results
+        self.assertEqual([r.HasField("error") for r in res], [False] * 9 + [True] * 4)
+        self.assertEqual([r.response.value for r in res[:4]], [0.75, 0, -0.0, 1])
+        self.assertIn("returned str", res[9].error.message)
+        self.assertEqual(res[11].error.message, "boom")
+        self.assertIn("metadata", res[12].error.message)
+
+
 class BrokerTest(unittest.TestCase):
     def test_conn_info(self):
         from hayloft_plugin._wire import _field_bytes

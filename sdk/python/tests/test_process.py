@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 import unittest
+import zipfile
 
 import grpc
 
@@ -56,6 +57,8 @@ class PackTest(unittest.TestCase):
             env.pop("LATE_FAIL")
             r = subprocess.run([os.path.join(tmp, "l.pyz"), "describe"], capture_output=True, text=True, env=env, check=True)
             self.assertEqual(json.loads(r.stdout)["components"], [{"kind": "scorer", "name": "s"}])
+            with zipfile.ZipFile(os.path.join(tmp, "l.pyz")) as z:
+                self.assertNotIn(_pack.DESCRIBE_ENTRY, z.namelist(), "nothing stored to describe it")
 
     def test_pack_cli_prints_sha256(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -80,6 +83,10 @@ class ProcessTest(unittest.TestCase):
         self.assertEqual(info["components"], [{"kind": "scorer", "name": "loud"}])
         # Described at pack time: the module is not imported to answer.
         self.assertNotIn("hello from import", r.stderr)
+        # The same answer is in the archive, where hayloft reads it without
+        # running the program.
+        with zipfile.ZipFile(self.pyz) as z:
+            self.assertEqual(json.loads(z.read(_pack.DESCRIBE_ENTRY)), info)
         # Described at run time (a module that did not import at pack time,
         # or run unpacked): its prints go to stderr, not into the JSON.
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([HERE, os.path.dirname(HERE)]))
