@@ -10,40 +10,89 @@ import (
 )
 
 // components opens each configured component once per run, however many
-// evals use it, and closes them all at the end.
+// evals use it, and closes them all at the end. Opens of different
+// components run at once (prefetch): each is a plugin process to start, and
+// an eval waits for all of its own before its first sample.
 type components struct {
 	opener Opener
 	mu     sync.Mutex
-	open_  map[string]any
-	errs   map[string]error
-	models map[string]*modelHandle
+	opened map[string]*opening // by reference: the component, or "handle " + a model's
+}
+
+// opening is one component's open, done or under way: done is closed once
+// v and err are set.
+type opening struct {
+	done chan struct{}
+	v    any
+	err  error
+	// closer: v is a component to close at the end (a model handle is
+	// not: its model is).
+	closer bool
 }
 
 func newComponents(o Opener) *components {
-	return &components{opener: o, open_: map[string]any{}, errs: map[string]error{}, models: map[string]*modelHandle{}}
+	return &components{opener: o, opened: map[string]*opening{}}
+}
+
+// claim returns key's opening, and whether the caller is the first to ask
+// for it and must run it (see run).
+func (c *components) claim(key string, closer bool) (o *opening, first bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o, ok := c.opened[key]; ok {
+		return o, false
+	}
+	o = &opening{done: make(chan struct{}), closer: closer}
+	c.opened[key] = o
+	return o, true
+}
+
+// run sets o's outcome to f's.
+func (o *opening) run(f func() (any, error)) {
+	o.v, o.err = f()
+	close(o.done)
+}
+
+// once runs f the first time key is asked for and returns its result to
+// every caller, waiting for an open still under way.
+func (c *components) once(key string, closer bool, f func() (any, error)) (any, error) {
+	o, first := c.claim(key, closer)
+	if first {
+		o.run(f)
+	}
+	<-o.done
+	return o.v, o.err
+}
+
+// opener is how comp is opened, by the Opener method of its kind.
+func opener[T any](ctx context.Context, comp *config.Component, with func(context.Context, string, string, sdk.Options) (T, error)) func() (any, error) {
+	return func() (any, error) {
+		v, err := with(ctx, comp.Type, comp.Plugin, comp.OpenOptions())
+		if err != nil {
+			return nil, comp.Diag(err)
+		}
+		return v, nil
+	}
 }
 
 // open opens comp once; later calls return the same component, or the
-// same error.
+// same error. Its reference names its kind, so what is kept under it is
+// a T.
 func open[T any](ctx context.Context, c *components, comp *config.Component, with func(context.Context, string, string, sdk.Options) (T, error)) (T, error) {
-	var zero T
-	ref := comp.Ref() // names the kind: a cached T is of this kind
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.open_[ref]; ok {
-		return v.(T), nil
-	}
-	if err, ok := c.errs[ref]; ok {
-		return zero, err
-	}
-	v, err := with(ctx, comp.Type, comp.Plugin, comp.OpenOptions())
+	v, err := c.once(comp.Ref(), true, opener(ctx, comp, with))
 	if err != nil {
-		err = comp.Diag(err)
-		c.errs[ref] = err
+		var zero T
 		return zero, err
 	}
-	c.open_[ref] = v
-	return v, nil
+	return v.(T), nil
+}
+
+// startOpen begins opening comp in the background unless it was asked for
+// already; a later open waits for it.
+func startOpen[T any](ctx context.Context, c *components, comp *config.Component, with func(context.Context, string, string, sdk.Options) (T, error)) {
+	if o, first := c.claim(comp.Ref(), true); first {
+		go o.run(opener(ctx, comp, with))
+	}
 }
 
 func (c *components) task(ctx context.Context, comp *config.Component) (sdk.Task, error) {
@@ -62,14 +111,50 @@ func (c *components) rawModel(ctx context.Context, comp *config.Component) (sdk.
 	return open(ctx, c, comp, c.opener.OpenModel)
 }
 
-func (c *components) closeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, v := range c.open_ {
-		if cl, ok := v.(io.Closer); ok {
-			cl.Close()
+// prefetch starts opening, all at once, the components of ev that are not
+// open yet: its task, models, retrievers and plugin scorers (not the
+// judge, which the runner builds). It does not wait: the eval's own calls
+// for each then wait for that open, and meet its error, in their order.
+// Opened one after another, the plugin processes of an eval cost their
+// start-ups in series before its first sample.
+func (c *components) prefetch(ctx context.Context, ev *config.Eval) {
+	startOpen(ctx, c, ev.Task, c.opener.OpenTask)
+	for _, sc := range ev.Scorers {
+		if sc.Type != JudgeScorer {
+			startOpen(ctx, c, sc, c.opener.OpenScorer)
 		}
 	}
+	for _, m := range ev.Models {
+		startOpen(ctx, c, m, c.opener.OpenModel)
+	}
+	for _, rt := range ev.Retrievers {
+		if rt != nil {
+			startOpen(ctx, c, rt, c.opener.OpenRetriever)
+		}
+	}
+}
+
+// closeAll closes every component opened, at once (each is a plugin
+// process to stop), once the opens still under way are done.
+func (c *components) closeAll() {
+	c.mu.Lock()
+	var all []*opening
+	for _, o := range c.opened {
+		if o.closer {
+			all = append(all, o)
+		}
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, o := range all {
+		wg.Go(func() {
+			<-o.done
+			if cl, ok := o.v.(io.Closer); ok && o.err == nil {
+				cl.Close()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // model returns the shared handle for a model block: one concurrency bound
@@ -79,17 +164,17 @@ func (c *components) model(ctx context.Context, comp *config.Component) (*modelH
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h, ok := c.models[comp.Ref()]; ok {
+	h, err := c.once("handle "+comp.Ref(), false, func() (any, error) {
+		h, err := newModelHandle(ctx, comp, v)
+		if err != nil {
+			return nil, comp.Diag(err)
+		}
 		return h, nil
-	}
-	h, err := newModelHandle(ctx, comp, v)
+	})
 	if err != nil {
-		return nil, comp.Diag(err)
+		return nil, err
 	}
-	c.models[comp.Ref()] = h
-	return h, nil
+	return h.(*modelHandle), nil
 }
 
 // readsSample reports whether a model or scorer implements

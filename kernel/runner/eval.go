@@ -107,6 +107,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 		return out
 	}
+	comps.prefetch(ctx, ev)
 	task, err := comps.task(ctx, ev.Task)
 	if err != nil {
 		return fail(err.Error())
