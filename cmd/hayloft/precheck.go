@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/kernel/pluginhost"
@@ -28,14 +29,30 @@ func (e *cliEnv) precheck(ctx context.Context, path string, cf commonFlags, eval
 }
 
 // checkComponents configures each component (provisioning it too unless
-// checkOnly) and returns every error at once, as a config error (exit 2).
+// checkOnly) and returns every error at once, in the components' order, as
+// a config error (exit 2). The components are checked at once: each is a
+// plugin process to start and stop, which in series cost `hayloft run` a
+// start-up per component before its journal was even opened. At most
+// checkAtOnce run together, so that a config of dozens of models does not
+// start dozens of processes at once.
 func checkComponents(ctx context.Context, host *pluginhost.Host, comps []*config.Component, checkOnly bool) error {
-	var errs []string
-	for _, c := range comps {
+	found := make([]error, len(comps))
+	slots := make(chan struct{}, checkAtOnce)
+	var wg sync.WaitGroup
+	for i, c := range comps {
 		if c.Kind == sdk.KindScorer && c.Type == runner.JudgeScorer {
 			continue // the kernel's own; the runner checks it when it starts
 		}
-		if err := validateComponent(ctx, host, c, checkOnly); err != nil {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			found[i] = validateComponent(ctx, host, c, checkOnly)
+		})
+	}
+	wg.Wait()
+	var errs []string
+	for _, err := range found {
+		if err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -44,6 +61,9 @@ func checkComponents(ctx context.Context, host *pluginhost.Host, comps []*config
 	}
 	return nil
 }
+
+// checkAtOnce bounds the components checkComponents checks at once.
+const checkAtOnce = 8
 
 // evalComponents lists, each once, the components of the named evals (all
 // when names is empty).
