@@ -155,6 +155,10 @@ func (cs callsServer) dispatch(ctx context.Context, c *pb.Call, r *pb.Reply) (er
 		resp, err := retrieverServer{s: cs.s}.Retrieve(ctx, req.Retrieve)
 		r.Response = &pb.Reply_Retrieve{Retrieve: resp}
 		return err
+	case *pb.Call_ScoreBatch:
+		resp, err := scorerServer{s: cs.s}.ScoreBatch(ctx, req.ScoreBatch)
+		r.Response = &pb.Reply_ScoreBatch{ScoreBatch: resp}
+		return err
 	}
 	return plainStatus(codes.Unimplemented, "call %d: no request of a known kind", c.GetId())
 }
