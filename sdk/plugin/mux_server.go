@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -92,6 +93,9 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 	for {
 		select {
 		case <-out.wake:
+			// As on the host side (muxStream.send): let the calls that are
+			// about to finish queue their replies into this message.
+			runtime.Gosched()
 			for {
 				batch := out.take()
 				if len(batch) == 0 {
