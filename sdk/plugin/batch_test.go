@@ -52,23 +52,50 @@ func (o oldScorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest
 	return o.s.Aggregate(ctx, req)
 }
 
+// unaryOnlyScorerServer refuses ScoreBatch as a unary RPC, so that a batch
+// answered at all went over the Calls stream.
+type unaryOnlyScorerServer struct{ scorerServer }
+
+func (unaryOnlyScorerServer) ScoreBatch(context.Context, *pb.ScoreBatchRequest) (*pb.ScoreBatchResponse, error) {
+	return nil, errors.New("ScoreBatch asked by unary RPC")
+}
+
+// lifecycleBefore is the lifecycle service of a plugin from before
+// protocol features: it reports none.
+type lifecycleBefore struct{ lifecycleServer }
+
+func (l lifecycleBefore) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
+	resp, err := l.lifecycleServer.Configure(ctx, req)
+	if resp != nil {
+		resp.Features = nil
+	}
+	return resp, err
+}
+
 // Every request of a batch gets its own answer, in order, errors and
-// panics included, whether the plugin scores batches or predates them; and
-// the results aggregate with their details passed back as they came.
+// panics included, whether the plugin takes batches on the Calls stream
+// (stream), as a unary RPC (unary: a plugin from before that feature) or
+// predates them (old); and the results aggregate with their details passed
+// back as they came.
 func TestScoreBatch(t *testing.T) {
-	for _, old := range []bool{false, true} {
-		t.Run(fmt.Sprintf("old=%v", old), func(t *testing.T) {
+	for _, mode := range []string{"stream", "unary", "old"} {
+		t.Run(mode, func(t *testing.T) {
 			set := sdk.NewSet("batchtest", "1.0.0")
 			set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return lenScorer{}, nil })
-			var conn *grpc.ClientConn
-			if old {
-				conn = serveWith(t, set, func(g *grpc.Server, s *Server) {
+			conn := serveWith(t, set, func(g *grpc.Server, s *Server) {
+				switch mode {
+				case "stream":
 					pb.RegisterLifecycleServer(g, lifecycleServer{s: s})
+					pb.RegisterScorerServer(g, unaryOnlyScorerServer{scorerServer{s: s}})
+					pb.RegisterCallsServer(g, callsServer{s: s})
+				case "unary":
+					pb.RegisterLifecycleServer(g, lifecycleBefore{lifecycleServer{s: s}})
+					pb.RegisterScorerServer(g, scorerServer{s: s})
+				case "old":
+					pb.RegisterLifecycleServer(g, lifecycleBefore{lifecycleServer{s: s}})
 					pb.RegisterScorerServer(g, oldScorerServer{s: scorerServer{s: s}})
-				})
-			} else {
-				conn, _ = serve(t, set, false)
-			}
+				}
+			})
 			sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
 			var reqs []*sdk.ScoreRequest
 			for i := range 300 {

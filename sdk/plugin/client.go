@@ -26,10 +26,14 @@ type Info struct {
 	Version      string // the plugin's Set version
 	Protocol     string
 	Capabilities []string // CapAggregator, CapTokenizer, ...
+	Features     []string // protocol features the plugin serves: FeatureScoreBatchCall, ...
 }
 
 // Has reports whether the component implements the optional interface cap.
 func (i Info) Has(cap string) bool { return slices.Contains(i.Capabilities, cap) }
+
+// Serves reports whether the plugin serves protocol feature f.
+func (i Info) Serves(f string) bool { return slices.Contains(i.Features, f) }
 
 // Component is the host side of one configured remote component. The value
 // Configure returns is also the kind's SDK interface: a *TaskClient
@@ -90,6 +94,7 @@ func configure(ctx context.Context, conn grpc.ClientConnInterface, req *pb.Confi
 		Version:      resp.GetPluginVersion(),
 		Protocol:     resp.GetProtocol(),
 		Capabilities: resp.GetCapabilities(),
+		Features:     resp.GetFeatures(),
 	}
 	switch kind {
 	case sdk.KindTask:
@@ -368,7 +373,13 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 	s.batchMu.Unlock()
 	var resp *pb.ScoreBatchResponse
 	var err error
-	if !noBatch {
+	if s.info.Serves(FeatureScoreBatchCall) {
+		resp, err = s.scoreBatchCall(ctx, p)
+		if err != nil && !errors.Is(err, errNoCallStream) {
+			return nil, err
+		}
+	}
+	if resp == nil && !noBatch {
 		resp, err = s.c.ScoreBatch(ctx, p)
 		if status.Code(err) == codes.Unimplemented {
 			s.batchMu.Lock()
@@ -379,7 +390,7 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 			return nil, fromStatus(ctx, err)
 		}
 	}
-	if noBatch {
+	if resp == nil && noBatch {
 		s.scoreEach(ctx, p.Requests, sent, results)
 		return results, nil
 	}
@@ -390,6 +401,24 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		results[sent[k]] = scoreResultFromProto(r)
 	}
 	return results, nil
+}
+
+// scoreBatchCall is one ScoreBatch over the Calls stream, which the plugin
+// serves (FeatureScoreBatchCall): the batch shares the stream's messages
+// with whatever else is in flight instead of opening a stream of its own.
+func (s *ScorerClient) scoreBatchCall(ctx context.Context, p *pb.ScoreBatchRequest) (*pb.ScoreBatchResponse, error) {
+	r, err := s.mux.call(ctx, &pb.Call{Request: &pb.Call_ScoreBatch{ScoreBatch: p}})
+	if err != nil {
+		return nil, err // errNoCallStream: the caller asks by unary RPC
+	}
+	if e := r.GetError(); e != nil {
+		return nil, errorFromProto(e)
+	}
+	resp := r.GetScoreBatch()
+	if resp == nil {
+		return nil, errNoResponse
+	}
+	return resp, nil
 }
 
 // scoreEach is ScoreBatch for plugins without it: concurrent calls, which

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -199,6 +200,13 @@ func (s *muxStream) send() {
 		case <-s.stream.Context().Done():
 			return
 		}
+		// Let the goroutines that are ready to run first: under load they
+		// are callers about to queue calls, which then share this message.
+		// Without it nearly every call went alone (1.03 calls a message at
+		// zero latency), and each message costs a write, a read and
+		// wake-ups on both sides; with it, 4 or more. An idle process
+		// has nothing else to run, so a lone call is not held back.
+		runtime.Gosched()
 		for {
 			s.mu.Lock()
 			if s.err != nil {

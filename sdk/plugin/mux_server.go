@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -92,6 +93,9 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 	for {
 		select {
 		case <-out.wake:
+			// As on the host side (muxStream.send): let the calls that are
+			// about to finish queue their replies into this message.
+			runtime.Gosched()
 			for {
 				batch := out.take()
 				if len(batch) == 0 {
@@ -154,6 +158,10 @@ func (cs callsServer) dispatch(ctx context.Context, c *pb.Call, r *pb.Reply) (er
 	case *pb.Call_Retrieve:
 		resp, err := retrieverServer{s: cs.s}.Retrieve(ctx, req.Retrieve)
 		r.Response = &pb.Reply_Retrieve{Retrieve: resp}
+		return err
+	case *pb.Call_ScoreBatch:
+		resp, err := scorerServer{s: cs.s}.ScoreBatch(ctx, req.ScoreBatch)
+		r.Response = &pb.Reply_ScoreBatch{ScoreBatch: resp}
 		return err
 	}
 	return plainStatus(codes.Unimplemented, "call %d: no request of a known kind", c.GetId())

@@ -7,8 +7,10 @@ import (
 	"io"
 	"iter"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,7 +116,7 @@ func serve(t *testing.T, set *sdk.Set, old bool) (*grpc.ClientConn, func()) {
 
 // serveWith starts a plugin server for set on loopback with the services
 // register registers.
-func serveWith(t *testing.T, set *sdk.Set, register func(*grpc.Server, *Server)) *grpc.ClientConn {
+func serveWith(t testing.TB, set *sdk.Set, register func(*grpc.Server, *Server)) *grpc.ClientConn {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -383,4 +385,46 @@ func TestSampleBatchesStayWithinTheLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkCallsStream measures the Calls stream's cost per call: 64
+// callers at once, a model that answers at once, host and plugin in this
+// process over loopback TCP. cpu-µs/call is the process's user+system CPU
+// per call, both ends together.
+func BenchmarkCallsStream(b *testing.B) {
+	set := sdk.NewSet("muxbench", "1.0.0")
+	set.RegisterModel("m", func(context.Context, sdk.Options) (sdk.Model, error) { return newMuxModel(), nil })
+	conn := serveWith(b, set, func(g *grpc.Server, s *Server) { s.Register(g) })
+	c, err := Configure(context.Background(), conn, sdk.KindModel, "m", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := c.(*ModelClient)
+	req := &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: "What is the code for door 17?"}},
+		Sample: &sdk.Sample{ID: "s17", Question: "What is the code for door 17?", Targets: []string{"4821"}}}
+	if _, err := m.Generate(context.Background(), req); err != nil { // opens the stream
+		b.Fatal(err)
+	}
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := m.Generate(context.Background(), req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+}
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

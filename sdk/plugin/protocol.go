@@ -30,6 +30,20 @@ const (
 	CapSample     = "sample" // sdk.SampleReader
 )
 
+// Protocol features a plugin reports in its ConfigureResponse: what its SDK
+// serves beyond the protocol version's first form. A host uses a feature
+// only when the plugin reports it, so plugins built before it (and SDKs in
+// other languages that do not serve it) keep working unchanged.
+const (
+	// FeatureScoreBatchCall: ScoreBatch calls ride the Calls stream, so a
+	// batch of scores costs one stream message instead of a unary RPC
+	// (a new HTTP/2 stream with its headers, a goroutine each side).
+	FeatureScoreBatchCall = "calls.score_batch"
+)
+
+// servedFeatures are the features this SDK's server reports.
+var servedFeatures = []string{FeatureScoreBatchCall}
+
 // PluginKey is the name under which the component is dispensed over
 // go-plugin.
 const PluginKey = "component"

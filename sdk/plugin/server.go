@@ -160,6 +160,7 @@ func (l lifecycleServer) Configure(ctx context.Context, req *pb.ConfigureRequest
 		PluginVersion: s.set.Version,
 		Protocol:      proto,
 		Capabilities:  Capabilities(c),
+		Features:      servedFeatures,
 	}, nil
 }
 

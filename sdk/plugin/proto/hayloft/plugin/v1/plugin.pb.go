@@ -594,7 +594,11 @@ type ConfigureResponse struct {
 	Protocol      string                 `protobuf:"bytes,3,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	// Optional interfaces the component implements: "aggregator",
 	// "tokenizer", "validator", "closer".
-	Capabilities  []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Capabilities []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// Protocol features the plugin's SDK serves beyond this version's
+	// first form, so a host uses them only where they are understood:
+	// "calls.score_batch" (ScoreBatch calls on the Calls stream).
+	Features      []string `protobuf:"bytes,5,rep,name=features,proto3" json:"features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -653,6 +657,13 @@ func (x *ConfigureResponse) GetProtocol() string {
 func (x *ConfigureResponse) GetCapabilities() []string {
 	if x != nil {
 		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *ConfigureResponse) GetFeatures() []string {
+	if x != nil {
+		return x.Features
 	}
 	return nil
 }
@@ -2040,6 +2051,7 @@ type Call struct {
 	//	*Call_Generate
 	//	*Call_Score
 	//	*Call_Retrieve
+	//	*Call_ScoreBatch
 	Request isCall_Request `protobuf_oneof:"request"`
 	// Set on a Generate call whose caller wants to know when the prompt has
 	// been computed (sdk.WithPrefillHook): the plugin then sends an interim
@@ -2136,6 +2148,15 @@ func (x *Call) GetRetrieve() *RetrieveRequest {
 	return nil
 }
 
+func (x *Call) GetScoreBatch() *ScoreBatchRequest {
+	if x != nil {
+		if x, ok := x.Request.(*Call_ScoreBatch); ok {
+			return x.ScoreBatch
+		}
+	}
+	return nil
+}
+
 func (x *Call) GetWantPrefilled() bool {
 	if x != nil {
 		return x.WantPrefilled
@@ -2159,11 +2180,18 @@ type Call_Retrieve struct {
 	Retrieve *RetrieveRequest `protobuf:"bytes,6,opt,name=retrieve,proto3,oneof"`
 }
 
+type Call_ScoreBatch struct {
+	// Only to plugins that report the "calls.score_batch" feature.
+	ScoreBatch *ScoreBatchRequest `protobuf:"bytes,8,opt,name=score_batch,json=scoreBatch,proto3,oneof"`
+}
+
 func (*Call_Generate) isCall_Request() {}
 
 func (*Call_Score) isCall_Request() {}
 
 func (*Call_Retrieve) isCall_Request() {}
+
+func (*Call_ScoreBatch) isCall_Request() {}
 
 type CallBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2219,6 +2247,7 @@ type Reply struct {
 	//	*Reply_Generate
 	//	*Reply_Score
 	//	*Reply_Retrieve
+	//	*Reply_ScoreBatch
 	Response isReply_Response `protobuf_oneof:"response"`
 	// Set on an interim reply, with no response and no error, to a call with
 	// want_prefilled: its prompt has been computed. The final reply follows.
@@ -2305,6 +2334,15 @@ func (x *Reply) GetRetrieve() *RetrieveResponse {
 	return nil
 }
 
+func (x *Reply) GetScoreBatch() *ScoreBatchResponse {
+	if x != nil {
+		if x, ok := x.Response.(*Reply_ScoreBatch); ok {
+			return x.ScoreBatch
+		}
+	}
+	return nil
+}
+
 func (x *Reply) GetPrefilled() bool {
 	if x != nil {
 		return x.Prefilled
@@ -2328,11 +2366,17 @@ type Reply_Retrieve struct {
 	Retrieve *RetrieveResponse `protobuf:"bytes,5,opt,name=retrieve,proto3,oneof"`
 }
 
+type Reply_ScoreBatch struct {
+	ScoreBatch *ScoreBatchResponse `protobuf:"bytes,7,opt,name=score_batch,json=scoreBatch,proto3,oneof"`
+}
+
 func (*Reply_Generate) isReply_Response() {}
 
 func (*Reply_Score) isReply_Response() {}
 
 func (*Reply_Retrieve) isReply_Response() {}
+
+func (*Reply_ScoreBatch) isReply_Response() {}
 
 type ReplyBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2670,13 +2714,14 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x12\x1d\n" +
 	"\n" +
 	"check_only\x18\x05 \x01(\bR\tcheckOnly\x12'\n" +
-	"\x0fembedding_cache\x18\x06 \x01(\rR\x0eembeddingCache\"\x9b\x01\n" +
+	"\x0fembedding_cache\x18\x06 \x01(\rR\x0eembeddingCache\"\xb7\x01\n" +
 	"\x11ConfigureResponse\x12\x1f\n" +
 	"\vplugin_name\x18\x01 \x01(\tR\n" +
 	"pluginName\x12%\n" +
 	"\x0eplugin_version\x18\x02 \x01(\tR\rpluginVersion\x12\x1a\n" +
 	"\bprotocol\x18\x03 \x01(\tR\bprotocol\x12\"\n" +
-	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\"\x11\n" +
+	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\x12\x1a\n" +
+	"\bfeatures\x18\x05 \x03(\tR\bfeatures\"\x11\n" +
 	"\x0fValidateRequest\"\x12\n" +
 	"\x10ValidateResponse\"\x0e\n" +
 	"\fCloseRequest\"\x0f\n" +
@@ -2764,24 +2809,28 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x10RetrieveResponse\x12\x18\n" +
 	"\acontext\x18\x01 \x01(\tR\acontext\x120\n" +
 	"\x06chunks\x18\x02 \x03(\v2\x18.hayloft.plugin.v1.ChunkR\x06chunks\x12!\n" +
-	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson\"\xcb\x02\n" +
+	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson\"\x94\x03\n" +
 	"\x04Call\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12,\n" +
 	"\x12deadline_unix_nano\x18\x02 \x01(\x03R\x10deadlineUnixNano\x12\x16\n" +
 	"\x06cancel\x18\x03 \x01(\bR\x06cancel\x12@\n" +
 	"\bgenerate\x18\x04 \x01(\v2\".hayloft.plugin.v1.GenerateRequestH\x00R\bgenerate\x127\n" +
 	"\x05score\x18\x05 \x01(\v2\x1f.hayloft.plugin.v1.ScoreRequestH\x00R\x05score\x12@\n" +
-	"\bretrieve\x18\x06 \x01(\v2\".hayloft.plugin.v1.RetrieveRequestH\x00R\bretrieve\x12%\n" +
+	"\bretrieve\x18\x06 \x01(\v2\".hayloft.plugin.v1.RetrieveRequestH\x00R\bretrieve\x12G\n" +
+	"\vscore_batch\x18\b \x01(\v2$.hayloft.plugin.v1.ScoreBatchRequestH\x00R\n" +
+	"scoreBatch\x12%\n" +
 	"\x0ewant_prefilled\x18\a \x01(\bR\rwantPrefilledB\t\n" +
 	"\arequest\":\n" +
 	"\tCallBatch\x12-\n" +
-	"\x05calls\x18\x01 \x03(\v2\x17.hayloft.plugin.v1.CallR\x05calls\"\xb1\x02\n" +
+	"\x05calls\x18\x01 \x03(\v2\x17.hayloft.plugin.v1.CallR\x05calls\"\xfb\x02\n" +
 	"\x05Reply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
 	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\x12A\n" +
 	"\bgenerate\x18\x03 \x01(\v2#.hayloft.plugin.v1.GenerateResponseH\x00R\bgenerate\x128\n" +
 	"\x05score\x18\x04 \x01(\v2 .hayloft.plugin.v1.ScoreResponseH\x00R\x05score\x12A\n" +
-	"\bretrieve\x18\x05 \x01(\v2#.hayloft.plugin.v1.RetrieveResponseH\x00R\bretrieve\x12\x1c\n" +
+	"\bretrieve\x18\x05 \x01(\v2#.hayloft.plugin.v1.RetrieveResponseH\x00R\bretrieve\x12H\n" +
+	"\vscore_batch\x18\a \x01(\v2%.hayloft.plugin.v1.ScoreBatchResponseH\x00R\n" +
+	"scoreBatch\x12\x1c\n" +
 	"\tprefilled\x18\x06 \x01(\bR\tprefilledB\n" +
 	"\n" +
 	"\bresponse\"@\n" +
@@ -2909,49 +2958,51 @@ var file_hayloft_plugin_v1_plugin_proto_depIdxs = []int32{
 	17, // 22: hayloft.plugin.v1.Call.generate:type_name -> hayloft.plugin.v1.GenerateRequest
 	24, // 23: hayloft.plugin.v1.Call.score:type_name -> hayloft.plugin.v1.ScoreRequest
 	31, // 24: hayloft.plugin.v1.Call.retrieve:type_name -> hayloft.plugin.v1.RetrieveRequest
-	34, // 25: hayloft.plugin.v1.CallBatch.calls:type_name -> hayloft.plugin.v1.Call
-	5,  // 26: hayloft.plugin.v1.Reply.error:type_name -> hayloft.plugin.v1.Error
-	20, // 27: hayloft.plugin.v1.Reply.generate:type_name -> hayloft.plugin.v1.GenerateResponse
-	25, // 28: hayloft.plugin.v1.Reply.score:type_name -> hayloft.plugin.v1.ScoreResponse
-	33, // 29: hayloft.plugin.v1.Reply.retrieve:type_name -> hayloft.plugin.v1.RetrieveResponse
-	36, // 30: hayloft.plugin.v1.ReplyBatch.replies:type_name -> hayloft.plugin.v1.Reply
-	38, // 31: hayloft.plugin.v1.GetEmbeddingsResponse.vectors:type_name -> hayloft.plugin.v1.EmbeddingVector
-	38, // 32: hayloft.plugin.v1.PutEmbeddingsRequest.vectors:type_name -> hayloft.plugin.v1.EmbeddingVector
-	6,  // 33: hayloft.plugin.v1.Lifecycle.Configure:input_type -> hayloft.plugin.v1.ConfigureRequest
-	8,  // 34: hayloft.plugin.v1.Lifecycle.Validate:input_type -> hayloft.plugin.v1.ValidateRequest
-	10, // 35: hayloft.plugin.v1.Lifecycle.Close:input_type -> hayloft.plugin.v1.CloseRequest
-	12, // 36: hayloft.plugin.v1.Task.Samples:input_type -> hayloft.plugin.v1.SamplesRequest
-	12, // 37: hayloft.plugin.v1.Task.SampleBatches:input_type -> hayloft.plugin.v1.SamplesRequest
-	12, // 38: hayloft.plugin.v1.Task.CountSamples:input_type -> hayloft.plugin.v1.SamplesRequest
-	17, // 39: hayloft.plugin.v1.Model.Generate:input_type -> hayloft.plugin.v1.GenerateRequest
-	21, // 40: hayloft.plugin.v1.Model.Tokenize:input_type -> hayloft.plugin.v1.TokenizeRequest
-	24, // 41: hayloft.plugin.v1.Scorer.Score:input_type -> hayloft.plugin.v1.ScoreRequest
-	26, // 42: hayloft.plugin.v1.Scorer.Aggregate:input_type -> hayloft.plugin.v1.AggregateRequest
-	28, // 43: hayloft.plugin.v1.Scorer.ScoreBatch:input_type -> hayloft.plugin.v1.ScoreBatchRequest
-	31, // 44: hayloft.plugin.v1.Retriever.Retrieve:input_type -> hayloft.plugin.v1.RetrieveRequest
-	35, // 45: hayloft.plugin.v1.Calls.Stream:input_type -> hayloft.plugin.v1.CallBatch
-	39, // 46: hayloft.plugin.v1.EmbeddingCache.GetEmbeddings:input_type -> hayloft.plugin.v1.GetEmbeddingsRequest
-	41, // 47: hayloft.plugin.v1.EmbeddingCache.PutEmbeddings:input_type -> hayloft.plugin.v1.PutEmbeddingsRequest
-	7,  // 48: hayloft.plugin.v1.Lifecycle.Configure:output_type -> hayloft.plugin.v1.ConfigureResponse
-	9,  // 49: hayloft.plugin.v1.Lifecycle.Validate:output_type -> hayloft.plugin.v1.ValidateResponse
-	11, // 50: hayloft.plugin.v1.Lifecycle.Close:output_type -> hayloft.plugin.v1.CloseResponse
-	13, // 51: hayloft.plugin.v1.Task.Samples:output_type -> hayloft.plugin.v1.SamplesResponse
-	14, // 52: hayloft.plugin.v1.Task.SampleBatches:output_type -> hayloft.plugin.v1.SampleBatch
-	15, // 53: hayloft.plugin.v1.Task.CountSamples:output_type -> hayloft.plugin.v1.CountSamplesResponse
-	20, // 54: hayloft.plugin.v1.Model.Generate:output_type -> hayloft.plugin.v1.GenerateResponse
-	23, // 55: hayloft.plugin.v1.Model.Tokenize:output_type -> hayloft.plugin.v1.TokenizeResponse
-	25, // 56: hayloft.plugin.v1.Scorer.Score:output_type -> hayloft.plugin.v1.ScoreResponse
-	27, // 57: hayloft.plugin.v1.Scorer.Aggregate:output_type -> hayloft.plugin.v1.AggregateResponse
-	30, // 58: hayloft.plugin.v1.Scorer.ScoreBatch:output_type -> hayloft.plugin.v1.ScoreBatchResponse
-	33, // 59: hayloft.plugin.v1.Retriever.Retrieve:output_type -> hayloft.plugin.v1.RetrieveResponse
-	37, // 60: hayloft.plugin.v1.Calls.Stream:output_type -> hayloft.plugin.v1.ReplyBatch
-	40, // 61: hayloft.plugin.v1.EmbeddingCache.GetEmbeddings:output_type -> hayloft.plugin.v1.GetEmbeddingsResponse
-	42, // 62: hayloft.plugin.v1.EmbeddingCache.PutEmbeddings:output_type -> hayloft.plugin.v1.PutEmbeddingsResponse
-	48, // [48:63] is the sub-list for method output_type
-	33, // [33:48] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	28, // 25: hayloft.plugin.v1.Call.score_batch:type_name -> hayloft.plugin.v1.ScoreBatchRequest
+	34, // 26: hayloft.plugin.v1.CallBatch.calls:type_name -> hayloft.plugin.v1.Call
+	5,  // 27: hayloft.plugin.v1.Reply.error:type_name -> hayloft.plugin.v1.Error
+	20, // 28: hayloft.plugin.v1.Reply.generate:type_name -> hayloft.plugin.v1.GenerateResponse
+	25, // 29: hayloft.plugin.v1.Reply.score:type_name -> hayloft.plugin.v1.ScoreResponse
+	33, // 30: hayloft.plugin.v1.Reply.retrieve:type_name -> hayloft.plugin.v1.RetrieveResponse
+	30, // 31: hayloft.plugin.v1.Reply.score_batch:type_name -> hayloft.plugin.v1.ScoreBatchResponse
+	36, // 32: hayloft.plugin.v1.ReplyBatch.replies:type_name -> hayloft.plugin.v1.Reply
+	38, // 33: hayloft.plugin.v1.GetEmbeddingsResponse.vectors:type_name -> hayloft.plugin.v1.EmbeddingVector
+	38, // 34: hayloft.plugin.v1.PutEmbeddingsRequest.vectors:type_name -> hayloft.plugin.v1.EmbeddingVector
+	6,  // 35: hayloft.plugin.v1.Lifecycle.Configure:input_type -> hayloft.plugin.v1.ConfigureRequest
+	8,  // 36: hayloft.plugin.v1.Lifecycle.Validate:input_type -> hayloft.plugin.v1.ValidateRequest
+	10, // 37: hayloft.plugin.v1.Lifecycle.Close:input_type -> hayloft.plugin.v1.CloseRequest
+	12, // 38: hayloft.plugin.v1.Task.Samples:input_type -> hayloft.plugin.v1.SamplesRequest
+	12, // 39: hayloft.plugin.v1.Task.SampleBatches:input_type -> hayloft.plugin.v1.SamplesRequest
+	12, // 40: hayloft.plugin.v1.Task.CountSamples:input_type -> hayloft.plugin.v1.SamplesRequest
+	17, // 41: hayloft.plugin.v1.Model.Generate:input_type -> hayloft.plugin.v1.GenerateRequest
+	21, // 42: hayloft.plugin.v1.Model.Tokenize:input_type -> hayloft.plugin.v1.TokenizeRequest
+	24, // 43: hayloft.plugin.v1.Scorer.Score:input_type -> hayloft.plugin.v1.ScoreRequest
+	26, // 44: hayloft.plugin.v1.Scorer.Aggregate:input_type -> hayloft.plugin.v1.AggregateRequest
+	28, // 45: hayloft.plugin.v1.Scorer.ScoreBatch:input_type -> hayloft.plugin.v1.ScoreBatchRequest
+	31, // 46: hayloft.plugin.v1.Retriever.Retrieve:input_type -> hayloft.plugin.v1.RetrieveRequest
+	35, // 47: hayloft.plugin.v1.Calls.Stream:input_type -> hayloft.plugin.v1.CallBatch
+	39, // 48: hayloft.plugin.v1.EmbeddingCache.GetEmbeddings:input_type -> hayloft.plugin.v1.GetEmbeddingsRequest
+	41, // 49: hayloft.plugin.v1.EmbeddingCache.PutEmbeddings:input_type -> hayloft.plugin.v1.PutEmbeddingsRequest
+	7,  // 50: hayloft.plugin.v1.Lifecycle.Configure:output_type -> hayloft.plugin.v1.ConfigureResponse
+	9,  // 51: hayloft.plugin.v1.Lifecycle.Validate:output_type -> hayloft.plugin.v1.ValidateResponse
+	11, // 52: hayloft.plugin.v1.Lifecycle.Close:output_type -> hayloft.plugin.v1.CloseResponse
+	13, // 53: hayloft.plugin.v1.Task.Samples:output_type -> hayloft.plugin.v1.SamplesResponse
+	14, // 54: hayloft.plugin.v1.Task.SampleBatches:output_type -> hayloft.plugin.v1.SampleBatch
+	15, // 55: hayloft.plugin.v1.Task.CountSamples:output_type -> hayloft.plugin.v1.CountSamplesResponse
+	20, // 56: hayloft.plugin.v1.Model.Generate:output_type -> hayloft.plugin.v1.GenerateResponse
+	23, // 57: hayloft.plugin.v1.Model.Tokenize:output_type -> hayloft.plugin.v1.TokenizeResponse
+	25, // 58: hayloft.plugin.v1.Scorer.Score:output_type -> hayloft.plugin.v1.ScoreResponse
+	27, // 59: hayloft.plugin.v1.Scorer.Aggregate:output_type -> hayloft.plugin.v1.AggregateResponse
+	30, // 60: hayloft.plugin.v1.Scorer.ScoreBatch:output_type -> hayloft.plugin.v1.ScoreBatchResponse
+	33, // 61: hayloft.plugin.v1.Retriever.Retrieve:output_type -> hayloft.plugin.v1.RetrieveResponse
+	37, // 62: hayloft.plugin.v1.Calls.Stream:output_type -> hayloft.plugin.v1.ReplyBatch
+	40, // 63: hayloft.plugin.v1.EmbeddingCache.GetEmbeddings:output_type -> hayloft.plugin.v1.GetEmbeddingsResponse
+	42, // 64: hayloft.plugin.v1.EmbeddingCache.PutEmbeddings:output_type -> hayloft.plugin.v1.PutEmbeddingsResponse
+	50, // [50:65] is the sub-list for method output_type
+	35, // [35:50] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_hayloft_plugin_v1_plugin_proto_init() }
@@ -2966,11 +3017,13 @@ func file_hayloft_plugin_v1_plugin_proto_init() {
 		(*Call_Generate)(nil),
 		(*Call_Score)(nil),
 		(*Call_Retrieve)(nil),
+		(*Call_ScoreBatch)(nil),
 	}
 	file_hayloft_plugin_v1_plugin_proto_msgTypes[35].OneofWrappers = []any{
 		(*Reply_Generate)(nil),
 		(*Reply_Score)(nil),
 		(*Reply_Retrieve)(nil),
+		(*Reply_ScoreBatch)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
