@@ -53,6 +53,20 @@ func (r Result) details() map[string]any {
 	}
 }
 
+// appendDetails appends json.Marshal(r.details())'s bytes; ok is false
+// for a value JSON cannot hold.
+func (r Result) appendDetails(b []byte) ([]byte, bool) {
+	return appendFields(b, []jsonField{
+		{`"bp":`, []float64{r.BP}, false},
+		{`"counts":`, r.Counts, true},
+		{`"precisions":`, r.Precisions, true},
+		{`"ref_len":`, []float64{r.RefLen}, false},
+		{`"score":`, []float64{r.Score}, false},
+		{`"sys_len":`, []float64{r.SysLen}, false},
+		{`"totals":`, r.Totals, true},
+	})
+}
+
 // pyLog is sacrebleu's my_log: log(0) is a very negative number rather than
 // -Inf, so that a zero precision zeroes the score without NaNs.
 func pyLog(x float64) float64 {
