@@ -52,13 +52,16 @@ func (s *scanner) ws() {
 
 // parseObject splits one JSON object into its members, keeping their order.
 // Duplicate keys are errors.
-func parseObject(line []byte) ([]field, error) {
+func parseObject(line []byte) ([]field, error) { return parseObjectInto(nil, line) }
+
+// parseObjectInto is parseObject appending the members to dst.
+func parseObjectInto(dst []field, line []byte) ([]field, error) {
 	s := &scanner{b: line}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return nil, errors.New("want a JSON object")
 	}
-	fields, err := s.members()
+	fields, err := s.members(dst)
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +72,10 @@ func parseObject(line []byte) ([]field, error) {
 	return fields, nil
 }
 
-// members scans the object at s.i, returning its members.
-func (s *scanner) members() ([]field, error) {
+// members scans the object at s.i, appending its members to fields.
+func (s *scanner) members(fields []field) ([]field, error) {
 	s.i++ // '{'
-	var fields []field
+	first := len(fields)
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '}' {
 		s.i++
@@ -102,7 +105,7 @@ func (s *scanner) members() ([]field, error) {
 		if err := s.value(1); err != nil {
 			return nil, fmt.Errorf("%w (in %q)", err, key)
 		}
-		for _, f := range fields {
+		for _, f := range fields[first:] {
 			if f.key == key {
 				return nil, fmt.Errorf("%s: duplicate field", key)
 			}

@@ -136,6 +136,26 @@ type batch struct {
 	items []*item
 	done  chan struct{}
 	err   error // the scorer failed as a whole; ends the run
+
+	// The items and their fields are carved from per-batch slabs: two
+	// allocations a batch instead of several a line.
+	slab   []item
+	fields []field
+}
+
+// parse turns one input line into its item, appended to b.
+func (b *batch) parse(line []byte, lineNo int, aggregate bool) *item {
+	if len(b.slab) == cap(b.slab) {
+		b.slab = make([]item, 0, batchLines)
+	}
+	if b.fields == nil {
+		b.fields = make([]field, 0, 4*batchLines)
+	}
+	b.slab = append(b.slab, item{lineNo: lineNo, line: line})
+	it := &b.slab[len(b.slab)-1]
+	it.err = it.parse(&b.fields, aggregate)
+	b.items = append(b.items, it)
+	return it
 }
 
 // read parses lines into batches and starts scoring each, handing them to
@@ -185,8 +205,7 @@ func read(ctx context.Context, sc sdk.Scorer, in io.Reader, opts Options, ordere
 			return fmt.Errorf("line %d: %w", lineNo, readErr)
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			it := parseLine(line, lineNo, opts.Aggregate)
-			cur.items = append(cur.items, it)
+			it := cur.parse(line, lineNo, opts.Aggregate)
 			size += len(line)
 			if it.err != nil && opts.OnError == OnErrorStop {
 				dispatch()
@@ -270,15 +289,22 @@ func (lr *lineReader) next() ([]byte, error) {
 // parseLine turns one input line into its score request.
 func parseLine(line []byte, lineNo int, aggregate bool) *item {
 	it := &item{lineNo: lineNo, line: line}
-	it.err = it.parse(aggregate)
+	var fields []field
+	it.err = it.parse(&fields, aggregate)
 	return it
 }
 
-func (it *item) parse(aggregate bool) error {
-	fields, err := parseObject(it.line)
+// parse fills it from its line. Its fields are appended to *slab, which
+// is only ever appended to: a reallocation leaves earlier items' fields
+// where they were.
+func (it *item) parse(slab *[]field, aggregate bool) error {
+	start := len(*slab)
+	all, err := parseObjectInto(*slab, it.line)
 	if err != nil {
 		return err
 	}
+	*slab = all
+	fields := all[start:len(all):len(all)]
 	it.fields = fields
 	sample := &it.sample
 	var prediction, references []byte

@@ -429,15 +429,7 @@ func (sc scorerServer) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.Sco
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp, err := c.(sdk.Scorer).Score(ctx, &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate()})
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	if resp == nil {
-		return nil, plainStatus(codes.Internal, "scorer returned neither a response nor an error")
-	}
-	out, err := scoreResponseToProto(resp)
-	return out, toStatus(err)
+	return scoreToProto(ctx, c.(sdk.Scorer), &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate()})
 }
 
 func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.AggregateResponse, error) {

@@ -27,6 +27,7 @@ import (
 	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
 	"github.com/hayloft/hayloft/sdk/stats"
 )
 
@@ -235,8 +236,44 @@ func (s *Scorer) segmentIDs(c *counter, name string, tok tokenizeFunc, seg strin
 
 // Score returns the sentence BLEU of the prediction against sample.Targets.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if err := req.NeedTargets(Name); err != nil {
+	resp, d, err := s.score(req)
+	if err != nil {
 		return nil, err
+	}
+	if !req.ForAggregate {
+		// Aggregate reads only Stats: a caller that only aggregates gets
+		// no details to build, encode and drop.
+		resp.Details = d.details()
+	}
+	return resp, nil
+}
+
+// ScoreDetailsJSON is Score with the details written as json.Marshal
+// would write Score's, without the map (plugin.DetailsJSONScorer): a
+// plugin serves every sample this way.
+func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
+	resp, d, err := s.score(req)
+	if err != nil || req.ForAggregate {
+		return resp, nil, err
+	}
+	if out, ok := d.appendDetails(dst); ok {
+		return resp, out, nil
+	}
+	resp.Details = d.details() // NaN or ±Inf: json.Marshal's error, as for Score
+	return resp, nil, nil
+}
+
+// detailer is the per-sample result of either mode.
+type detailer interface {
+	details() map[string]any
+	appendDetails(b []byte) ([]byte, bool)
+}
+
+// score is Score without the details: the response, and what its details
+// are made from.
+func (s *Scorer) score(req *sdk.ScoreRequest) (*sdk.ScoreResponse, detailer, error) {
+	if err := req.NeedTargets(Name); err != nil {
+		return nil, nil, err
 	}
 	name, tok := s.opts.Tokenize, s.tok
 	if tok == nil {
@@ -261,13 +298,9 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 		}
 		res, err := nltkFromStats(st, s.opts.Weights, s.method, s.epsilon, refs, hyp)
 		if err != nil {
-			return nil, fmt.Errorf("%s: sample %q: %w", Name, req.Sample.ID, err)
+			return nil, nil, fmt.Errorf("%s: sample %q: %w", Name, req.Sample.ID, err)
 		}
-		resp := &sdk.ScoreResponse{Value: res.Score, Stats: st}
-		if !req.ForAggregate {
-			resp.Details = res.details()
-		}
-		return resp, nil
+		return &sdk.ScoreResponse{Value: res.Score, Stats: st}, res, nil
 	}
 	// sacrebleu: each segment is tokenized into the counter's buffers and
 	// its fields interned straight from them, one segment at a time.
@@ -280,13 +313,7 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 	c.hypIDs = s.segmentIDs(c, name, tok, req.Prediction, false, c.hypIDs[:0])
 	st := c.sacreStats()
 	res := compute(st, s.sentence)
-	resp := &sdk.ScoreResponse{Value: res.Score, Stats: st}
-	if !req.ForAggregate {
-		// Aggregate reads only Stats: a caller that only aggregates gets
-		// no details to build, encode and drop.
-		resp.Details = res.details()
-	}
-	return resp, nil
+	return &sdk.ScoreResponse{Value: res.Score, Stats: st}, res, nil
 }
 
 // corpusResult is the corpus score and details of summed statistics.
@@ -313,6 +340,59 @@ func (s *Scorer) putCounter(c *counter) {
 		return // let an outsized one go rather than pin its memory
 	}
 	s.counters.Put(c)
+}
+
+// appendDetails appends json.Marshal(r.details())'s bytes; ok is false
+// for a value JSON cannot hold.
+func (r nltkResult) appendDetails(b []byte) ([]byte, bool) {
+	return appendFields(b, []jsonField{
+		{`"bp":`, []float64{r.BP}, false},
+		{`"hyp_len":`, []float64{r.HypLen}, false},
+		{`"precisions":`, r.Precisions, true},
+		{`"ref_len":`, []float64{r.RefLen}, false},
+		{`"score":`, []float64{r.Score}, false},
+	})
+}
+
+// jsonField is a key (quoted, with its colon) and a number or a list of
+// numbers, for appendFields.
+type jsonField struct {
+	key  string
+	nums []float64
+	list bool
+}
+
+// appendFields appends an object of fields given in json.Marshal's key
+// order, numbers written as json.Marshal writes them (plugin.AppendJSONFloat);
+// a nil list is null.
+func appendFields(b []byte, fields []jsonField) ([]byte, bool) {
+	b = append(b, '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, f.key...)
+		if f.list && f.nums == nil {
+			b = append(b, "null"...)
+			continue
+		}
+		if f.list {
+			b = append(b, '[')
+		}
+		for j, v := range f.nums {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = plugin.AppendJSONFloat(b, v); !ok {
+				return b, false
+			}
+		}
+		if f.list {
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
 }
 
 func (r nltkResult) details() map[string]any {

@@ -1,6 +1,8 @@
 package bleu
 
 import (
+	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
+	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/sdktest"
 )
 
@@ -90,6 +93,52 @@ func TestPackedStatsMatchTables(t *testing.T) {
 		c.hypIDs = append(c.hypIDs, c.ids[0]...)
 		if got := c.packedStats(); !slices.Equal(got, want) {
 			t.Fatalf("round %d: refs %q hyp %q order %d: packed %v, tables %v", round, refs, hyp, order, got, want)
+		}
+	}
+}
+
+// ScoreDetailsJSON writes json.Marshal's bytes of Score's details, in both
+// modes, over smoothing methods, orders and inputs that score 0, 100 and
+// between; and no details for a request that is only aggregated.
+func TestScoreDetailsJSON(t *testing.T) {
+	inputs := fused13aInputs(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	ctx := context.Background()
+	for _, opts := range []map[string]any{
+		nil, {"smooth_method": "floor"}, {"smooth_method": "add-k"}, {"smooth_method": "none"},
+		{"max_ngram_order": 6}, {"use_effective_order": false}, {"tokenize": "char"},
+		{"mode": "nltk"}, {"mode": "nltk", "smooth_method": "method4"}, {"mode": "nltk", "weights": []float64{0.5, 0.5}},
+	} {
+		s := newT(t, opts)
+		for range 300 {
+			ref := inputs[rng.IntN(len(inputs))]
+			hyp := ref
+			if rng.IntN(4) > 0 {
+				hyp = inputs[rng.IntN(len(inputs))]
+			}
+			req := &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "x", Targets: []string{ref}}, Prediction: hyp}
+			want, werr := s.Score(ctx, req)
+			got, js, gerr := s.ScoreDetailsJSON(ctx, req, nil)
+			if (werr != nil) != (gerr != nil) {
+				t.Fatalf("%v: errors %v and %v", opts, werr, gerr)
+			}
+			if werr != nil {
+				continue
+			}
+			wantJS, err := json.Marshal(want.Details)
+			if err != nil {
+				if got.Details == nil || js != nil {
+					t.Fatalf("%v %q %q: details JSON cannot hold, but got %s", opts, ref, hyp, js)
+				}
+				continue
+			}
+			if string(js) != string(wantJS) || got.Value != want.Value || !slices.Equal(got.Stats, want.Stats) || got.Details != nil {
+				t.Fatalf("%v %q %q:\n got %s %v\nwant %s %v", opts, ref, hyp, js, got, wantJS, want)
+			}
+			req.ForAggregate = true
+			if _, js, _ := s.ScoreDetailsJSON(ctx, req, nil); js != nil {
+				t.Fatalf("details for an aggregate-only request: %s", js)
+			}
 		}
 	}
 }

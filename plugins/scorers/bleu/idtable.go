@@ -154,24 +154,24 @@ func (t *gramTable) addRef(key uint64, ref uint32) {
 	}
 }
 
-// hit counts key once in the hypothesis and reports whether that
-// occurrence is matched: whether the hypothesis has no more of it so far
-// than some reference has. Summed over a hypothesis, that is sacrebleu's
-// clipped count, sum over n-grams of min(hypothesis count, max reference
-// count).
-func (t *gramTable) hit(key uint64) bool {
+// hit counts key once in the hypothesis, if some reference has it
+// (found), and reports whether that occurrence is matched: whether the
+// hypothesis has no more of it so far than some reference has. Summed over
+// a hypothesis, that is sacrebleu's clipped count, sum over n-grams of
+// min(hypothesis count, max reference count).
+func (t *gramTable) hit(key uint64) (found, matched bool) {
 	if t.n == 0 {
-		return false
+		return false, false
 	}
 	mask := uint64(len(t.slots) - 1)
 	for i := t.slot(key); ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.gen != t.gen {
-			return false
+			return false, false
 		}
 		if s.key == key {
 			s.hyp++
-			return s.hyp <= s.max
+			return true, s.hyp <= s.max
 		}
 	}
 }

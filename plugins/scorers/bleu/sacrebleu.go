@@ -53,6 +53,20 @@ func (r Result) details() map[string]any {
 	}
 }
 
+// appendDetails appends json.Marshal(r.details())'s bytes; ok is false
+// for a value JSON cannot hold.
+func (r Result) appendDetails(b []byte) ([]byte, bool) {
+	return appendFields(b, []jsonField{
+		{`"bp":`, []float64{r.BP}, false},
+		{`"counts":`, r.Counts, true},
+		{`"precisions":`, r.Precisions, true},
+		{`"ref_len":`, []float64{r.RefLen}, false},
+		{`"score":`, []float64{r.Score}, false},
+		{`"sys_len":`, []float64{r.SysLen}, false},
+		{`"totals":`, r.Totals, true},
+	})
+}
+
 // pyLog is sacrebleu's my_log: log(0) is a very negative number rather than
 // -Inf, so that a zero precision zeroes the score without NaNs.
 func pyLog(x float64) float64 {
@@ -163,6 +177,7 @@ type counter struct {
 	refEnd []int // end of each reference in refIDs
 	hypIDs []int32
 	spans  []int32
+	uni    []gramSlot // unigram counts by token id (gen 0: not yet in a reference)
 }
 
 // maxPacked bounds the packed path: n-grams of up to 4 tokens, of a segment
@@ -214,13 +229,20 @@ func (c *counter) sacreStats() []float64 {
 	return c.hypStats()
 }
 
-// packedStats is hypStats for segments that fit gramTable: each reference
-// position adds the n-grams ending there, each hypothesis position matches
-// them, one probe per n-gram in one table.
+// packedStats is hypStats for segments that fit gramTable: unigrams are
+// counted in slices indexed by token id, longer n-grams in the table, each
+// reference position adding the n-grams that end there and each hypothesis
+// position matching them. A hypothesis n-gram whose last n-1 tokens are in
+// no reference is in none either, so the orders above it are not looked up.
 func (c *counter) packedStats() []float64 {
 	n := len(c.orders)
 	g := &c.grams
 	g.reset()
+	uni := c.uni[:0]
+	for range c.vocab.Len() {
+		uni = append(uni, gramSlot{})
+	}
+	c.uni = uni
 	c.refLens = c.refLens[:0]
 	start := 0
 	for r, end := range c.refEnd {
@@ -229,8 +251,14 @@ func (c *counter) packedStats() []float64 {
 		c.refLens = append(c.refLens, len(ids))
 		var w uint64
 		for i, id := range ids {
+			u := &uni[id]
+			if u.ref != uint32(r) || u.gen == 0 {
+				u.ref, u.cur, u.gen = uint32(r), 0, 1
+			}
+			u.cur++
+			u.max = max(u.max, u.cur)
 			w = w<<16 | uint64(id+1)
-			for k := 1; k <= min(n, i+1); k++ {
+			for k := 2; k <= min(n, i+1); k++ {
 				g.addRef(w&packedMasks[k], uint32(r))
 			}
 		}
@@ -247,10 +275,19 @@ func (c *counter) packedStats() []float64 {
 			known = 0
 			continue
 		}
+		u := &uni[id]
+		u.hyp++
+		if u.hyp <= u.max {
+			correct[0]++
+		}
 		w = w<<16 | uint64(id+1)
 		known++
-		for k := 1; k <= min(n, known); k++ {
-			if g.hit(w & packedMasks[k]) {
+		for k := 2; k <= min(n, known); k++ {
+			found, matched := g.hit(w & packedMasks[k])
+			if !found {
+				break
+			}
+			if matched {
 				correct[k-1]++
 			}
 		}

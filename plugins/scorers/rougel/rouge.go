@@ -15,12 +15,14 @@ package rougel
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"unsafe"
 
 	"github.com/hayloft/hayloft/plugins/internal/intern"
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
 )
 
 // Names the scorers are registered under.
@@ -59,6 +61,7 @@ type Scorer struct {
 	summary bool
 	n       int // ROUGE-N's n; 0 for ROUGE-L
 	tok     tokenizer
+	tokJSON []byte    // opts.Tokenizer as JSON, for ScoreDetailsJSON
 	scratch sync.Pool // *scratch
 }
 
@@ -172,21 +175,19 @@ func build(raw sdk.Options, summary bool, n int) (*Scorer, error) {
 		return nil, sdk.Configf("mode", "unknown mode %q (want %q, %q or %q)", o.Mode, ModeRougeScore, ModePltrdy, ModePltrdyLegacy)
 	}
 	s.scratch.New = func() any { return &scratch{} }
+	var err error
+	if s.tokJSON, err = json.Marshal(o.Tokenizer); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // Score compares the prediction with every target and keeps the score with
 // the highest F (the first on ties), as rouge_score's score_multi does.
 func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if err := req.NeedTargets(s.name()); err != nil {
+	best, err := s.best(req)
+	if err != nil {
 		return nil, err
-	}
-	best := Score{Fmeasure: -1}
-	for _, t := range req.Sample.Targets {
-		sc := s.compare(t, req.Prediction)
-		if sc.Fmeasure > best.Fmeasure {
-			best = sc
-		}
 	}
 	return &sdk.ScoreResponse{
 		Value: best.Fmeasure,
@@ -199,6 +200,45 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 			"tokenizer": s.opts.Tokenizer,
 		},
 	}, nil
+}
+
+// ScoreDetailsJSON is Score with its details written as json.Marshal
+// writes Score's (plugin.DetailsJSONScorer), without the map: a plugin
+// serves every sample this way.
+func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
+	best, err := s.best(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp := &sdk.ScoreResponse{Value: best.Fmeasure}
+	b := append(dst, `{"fmeasure":`...)
+	b, ok1 := plugin.AppendJSONFloat(b, best.Fmeasure)
+	b = append(b, `,"precision":`...)
+	b, ok2 := plugin.AppendJSONFloat(b, best.Precision)
+	b = append(b, `,"recall":`...)
+	b, ok3 := plugin.AppendJSONFloat(b, best.Recall)
+	if !ok1 || !ok2 || !ok3 {
+		full, err := s.Score(ctx, req) // json.Marshal's error, as for Score
+		return full, nil, err
+	}
+	b = append(b, `,"tokenizer":`...)
+	b = append(append(b, s.tokJSON...), '}')
+	return resp, b, nil
+}
+
+// best is the score of the target with the highest F.
+func (s *Scorer) best(req *sdk.ScoreRequest) (Score, error) {
+	if err := req.NeedTargets(s.name()); err != nil {
+		return Score{}, err
+	}
+	best := Score{Fmeasure: -1}
+	for _, t := range req.Sample.Targets {
+		sc := s.compare(t, req.Prediction)
+		if sc.Fmeasure > best.Fmeasure {
+			best = sc
+		}
+	}
+	return best, nil
 }
 
 func (s *Scorer) name() string {

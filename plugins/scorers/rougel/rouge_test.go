@@ -2,6 +2,7 @@ package rougel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
@@ -359,6 +360,40 @@ func TestDefaultTokenizerIDs(t *testing.T) {
 		gotIDs := tok.appendIDs(nil, in, &got.tab, &got.word)
 		if !slices.Equal(gotIDs, wantIDs) || got.tab.Len() != want.tab.Len() {
 			t.Fatalf("%q: ids %v, want %v (%q)", in, gotIDs, wantIDs, tok.tokenize(nil, in))
+		}
+	}
+}
+
+// ScoreDetailsJSON writes json.Marshal's bytes of Score's details, for each
+// scorer and mode, on pairs that score 0, 1 and between.
+func TestScoreDetailsJSON(t *testing.T) {
+	refs, preds := scorebench.Pairs(t, 50)
+	preds = append(preds, "", "nothing in common", refs[0])
+	refs = append(refs, "x", "the cat", refs[0])
+	ctx := context.Background()
+	for _, c := range []struct {
+		build func(context.Context, sdk.Options) (sdk.Scorer, error)
+		opts  map[string]any
+	}{
+		{New, nil}, {New, map[string]any{"use_stemmer": true}}, {New, map[string]any{"tokenizer": "char"}},
+		{New, map[string]any{"mode": "pltrdy"}}, {NewSum, nil}, {NewN(2), nil}, {New, map[string]any{"alpha": 0.3}},
+	} {
+		sc, err := c.build(ctx, sdk.MustOptions(c.opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sc.(*Scorer)
+		for i := range refs {
+			req := &sdk.ScoreRequest{Sample: &sdk.Sample{Targets: []string{refs[i]}}, Prediction: preds[i]}
+			want, err := s.Score(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJS, _ := json.Marshal(want.Details)
+			got, js, err := s.ScoreDetailsJSON(ctx, req, nil)
+			if err != nil || string(js) != string(wantJS) || got.Value != want.Value || got.Details != nil {
+				t.Fatalf("%v pair %d: %s %+v %v, want %s", c.opts, i, js, got, err, wantJS)
+			}
 		}
 	}
 }

@@ -1,0 +1,68 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// jsonScorer is lenScorer that writes its details itself, except for
+// predictions it gives a NaN detail: those it hands back as a map.
+type jsonScorer struct{ lenScorer }
+
+func (j jsonScorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
+	resp, err := j.Score(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp.Details = nil
+	switch req.Prediction {
+	case "nan":
+		resp.Details = map[string]any{"bad": math.NaN()}
+		return resp, nil, nil
+	case "map":
+		resp.Details = map[string]any{"z": 1.5, "a": "b"}
+		return resp, nil, nil
+	}
+	return resp, append(dst, fmt.Sprintf(`{"own":%q}`, req.Sample.ID)...), nil
+}
+
+// A served DetailsJSONScorer's JSON reaches the host as it was written, by
+// Score and by ScoreBatch; details it leaves in the map are encoded as
+// Score's are, errors included.
+func TestDetailsJSONScorer(t *testing.T) {
+	set := sdk.NewSet("jsontest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return jsonScorer{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	ctx := context.Background()
+	reqs := []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "s0"}, Prediction: "xx"},
+		{Sample: &sdk.Sample{ID: "s1"}, Prediction: "map"},
+		{Sample: &sdk.Sample{ID: "s2"}, Prediction: "nan"},
+		{Sample: &sdk.Sample{ID: "s3"}, Prediction: "fail"},
+	}
+	results, err := sc.ScoreBatch(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := results[0]; r.Err != nil || r.Response.Value != 2 || string(r.DetailsJSON) != `{"own":"s0"}` {
+		t.Errorf("own JSON: %+v %s %v", r.Response, r.DetailsJSON, r.Err)
+	}
+	if r := results[1]; r.Err != nil || string(r.DetailsJSON) != `{"a":"b","z":1.5}` {
+		t.Errorf("map details: %s %v", r.DetailsJSON, r.Err)
+	}
+	if r := results[2]; r.Err == nil {
+		t.Errorf("NaN detail: no error")
+	}
+	if r := results[3]; r.Err == nil {
+		t.Errorf("failing request: no error")
+	}
+	resp, err := sc.Score(ctx, reqs[0])
+	if err != nil || resp.Details["own"] != "s0" {
+		t.Errorf("Score: %+v, %v", resp, err)
+	}
+}
