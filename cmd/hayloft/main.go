@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/hayloft/hayloft/sdk/gctune"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -55,6 +57,9 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
+	// Every hayloft process, plugin processes included (they are this
+	// binary): long contexts in flight are most of their heap.
+	gctune.Start()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// The first signal stops the run cleanly; a second one, should the

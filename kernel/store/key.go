@@ -173,6 +173,38 @@ func (r Keyed) journalForm() (string, error) {
 	return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is ours alone
 }
 
+// journalValue is the request's journal form as a row value: the kept
+// encoding of a short request, or a long one's messages and params, which
+// encodeRecord encodes straight into the log record. Encoding it apart first
+// would add one more copy of the long context per answer, garbage as soon
+// as the record holds it: 64 long answers arriving together made the
+// kernel's heap peak some 30 MB higher.
+func (r Keyed) journalValue() (any, error) {
+	if r.request != nil {
+		return string(r.request), nil
+	}
+	p, err := json.Marshal(r.params)
+	if err != nil {
+		return nil, err
+	}
+	return requestJSON{msgs: r.msgs, params: p}, nil
+}
+
+// requestJSON is encodeRequest's output, written where encodeRecord asks.
+type requestJSON struct {
+	msgs   []sdk.Message
+	params []byte // encoded
+}
+
+func (q requestJSON) encodedLen() int {
+	return sdk.MessagesJSONLen(q.msgs) + len(q.params) + len(`{"messages":,"params":}`)
+}
+
+func (q requestJSON) appendTo(b []byte) []byte {
+	b = sdk.AppendMessagesJSON(append(b, `{"messages":`...), q.msgs)
+	return append(append(append(b, `,"params":`...), q.params...), '}')
+}
+
 // encodeRequest is {"messages":…,"params":…} in one buffer.
 func encodeRequest(msgs []sdk.Message, params sdk.GenerationParams) ([]byte, error) {
 	p, err := json.Marshal(params)
@@ -181,9 +213,8 @@ func encodeRequest(msgs []sdk.Message, params sdk.GenerationParams) ([]byte, err
 	}
 	// One buffer of the exact size: a long context's messages are not
 	// encoded into a growing buffer and copied twice (sdk.MessagesJSON).
-	request := make([]byte, 0, sdk.MessagesJSONLen(msgs)+len(p)+len(`{"messages":,"params":}`))
-	request = sdk.AppendMessagesJSON(append(request, `{"messages":`...), msgs)
-	return append(append(append(request, `,"params":`...), p...), '}'), nil
+	q := requestJSON{msgs: msgs, params: p}
+	return q.appendTo(make([]byte, 0, q.encodedLen())), nil
 }
 
 // Key returns the cache key of req.

@@ -82,6 +82,8 @@ func encodeRecord(rows []row, at int64) ([]byte, error) {
 				size += len(v)
 			case []byte:
 				size += len(v)
+			case requestJSON:
+				size += v.encodedLen()
 			}
 		}
 	}
@@ -111,6 +113,18 @@ func encodeRecord(rows []row, at int64) ([]byte, error) {
 					tail := b[len(b)-len(v):]
 					r.args[i] = unsafe.String(unsafe.SliceData(tail), len(tail))
 				}
+			case requestJSON:
+				// Encoded in place; the row then holds the record's copy
+				// as any long string does, which the feed inserts.
+				n := v.encodedLen()
+				b = append(b, valString)
+				b = binary.AppendUvarint(b, uint64(n))
+				start := len(b)
+				if b = v.appendTo(b); len(b)-start != n {
+					return nil, fmt.Errorf("%s row: request encoded to %d bytes, measured %d", r.table.name, len(b)-start, n)
+				}
+				tail := b[start:]
+				r.args[i] = unsafe.String(unsafe.SliceData(tail), len(tail))
 			case []byte:
 				b = append(b, valBytes)
 				b = binary.AppendUvarint(b, uint64(len(v)))

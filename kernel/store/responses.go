@@ -107,7 +107,7 @@ func (s *Store) PutResponse(ctx context.Context, k *Keyer, r Keyed, resp *sdk.Ge
 // responseRows are the rows of one PutResponse: the response, then its
 // attempts.
 func responseRows(k *Keyer, r Keyed, resp *sdk.GenerateResponse, latency time.Duration) ([]row, error) {
-	request, err := r.journalForm()
+	request, err := r.journalValue()
 	if err != nil {
 		return nil, fmt.Errorf("request: %w", err)
 	}
