@@ -2,7 +2,6 @@ package html
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/hayloft/hayloft/kernel/report/journal"
 	"github.com/hayloft/hayloft/kernel/store"

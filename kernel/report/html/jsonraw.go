@@ -242,57 +242,75 @@ func (s *scanner) messages() ([]rawMessage, bool) {
 	}
 }
 
-// rawRunes counts the characters an escaped string body decodes to, as
-// encoding/json decodes it (a surrogate pair is one character, a lone
-// surrogate or an invalid byte one U+FFFD), and gives the byte offset in
-// body of the character at each index in at (ascending).
-func rawRunes(body []byte, at ...int) (n int, offs []int) {
-	offs = make([]int, len(at))
-	k := 0
-	i := 0
+// rawRun is a stretch of an escaped string body: one escape, or the text
+// up to the next one.
+type rawRun struct {
+	start, end int  // in body
+	first      int  // index of its first character in the decoded string
+	ascii      bool // text of one byte per character
+}
+
+// rawRuns splits an escaped string body into runs, appended to runs, and
+// counts the characters it decodes to, as encoding/json decodes it (a
+// surrogate pair is one character, a lone surrogate or an invalid byte one
+// U+FFFD).
+func rawRuns(body []byte, runs []rawRun) (int, []rawRun) {
+	n, i := 0, 0
 	for i < len(body) {
-		for k < len(at) && at[k] == n {
-			offs[k] = i
-			k++
-		}
 		if body[i] != '\\' {
-			// A run without escapes: counted at once, or walked up to
-			// the next offset asked for when that may fall inside it.
+			// A run without escapes, counted at once.
 			end := len(body)
 			if j := bytes.IndexByte(body[i:], '\\'); j >= 0 {
 				end = i + j
 			}
-			if k == len(at) || at[k]-n >= end-i {
-				n += utf8.RuneCount(body[i:end])
-				i = end
-				continue
-			}
-			for i < end && n < at[k] {
-				_, size := utf8.DecodeRune(body[i:end])
-				i += size
-				n++
-			}
+			c := utf8.RuneCount(body[i:end])
+			runs = append(runs, rawRun{start: i, end: end, first: n, ascii: c == end-i})
+			n += c
+			i = end
 			continue
 		}
-		switch {
-		case i+6 <= len(body) && body[i+1] == 'u':
+		w := 2
+		if i+6 <= len(body) && body[i+1] == 'u' {
+			w = 6
 			r := jsonstr.Hex4(body[i+2 : i+6])
-			i += 6
-			if r >= 0xD800 && r < 0xDC00 && i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
-				if r2 := jsonstr.Hex4(body[i+2 : i+6]); r2 >= 0xDC00 && r2 < 0xE000 {
-					i += 6
+			if j := i + 6; r >= 0xD800 && r < 0xDC00 && j+6 <= len(body) && body[j] == '\\' && body[j+1] == 'u' {
+				if r2 := jsonstr.Hex4(body[j+2 : j+6]); r2 >= 0xDC00 && r2 < 0xE000 {
+					w = 12
 				}
 			}
-		default:
-			i += 2
 		}
+		runs = append(runs, rawRun{start: i, end: i + w, first: n})
 		n++
+		i += w
 	}
-	for k < len(at) && at[k] == n {
-		offs[k] = i
-		k++
+	return n, runs
+}
+
+// rawOffset is the byte offset in body of character k of n, given body's
+// runs (rawRuns).
+func rawOffset(body []byte, runs []rawRun, n, k int) int {
+	if k >= n {
+		return len(body)
 	}
-	return n, offs
+	// The last run starting at or before character k holds it.
+	lo, hi := 0, len(runs)
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; runs[mid].first <= k {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	r := runs[lo]
+	if r.ascii {
+		return r.start + k - r.first
+	}
+	i := r.start
+	for c := r.first; c < k && i < r.end; c++ {
+		_, size := utf8.DecodeRune(body[i:r.end])
+		i += size
+	}
+	return i
 }
 
 // appendElided appends body (an escaped string body) as elide would cut
@@ -301,16 +319,24 @@ func appendElided(b, body []byte, max int) ([]byte, int) {
 	if max <= 0 || len(body) <= max {
 		return append(b, body...), 0
 	}
-	n, _ := rawRunes(body)
+	var buf [64]rawRun
+	n, runs := rawRuns(body, buf[:0])
 	if n <= max {
 		return append(b, body...), 0
 	}
 	half := max / 2
 	left := n - 2*half
-	_, offs := rawRunes(body, half, n-half)
-	b = append(b, body[:offs[0]]...)
-	b = appendStringBody(b, elisionMarker(left))
-	return append(b, body[offs[1]:]...), left
+	b = append(b, body[:rawOffset(body, runs, n, half)]...)
+	b = appendElisionMarker(b, left)
+	return append(b, body[rawOffset(body, runs, n, n-half):]...), left
+}
+
+// appendElisionMarker appends elisionMarker(left) as a string body, as
+// appendStringBody escapes it.
+func appendElisionMarker(b []byte, left int) []byte {
+	b = append(b, `\n[… `...)
+	b = strconv.AppendInt(b, int64(left), 10)
+	return append(b, " characters left out of this report; `hayloft view` shows them …]\\n"...)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -2,6 +2,7 @@ package html
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -116,6 +117,36 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 		json.Unmarshal(b, &want)
 		if err := json.Unmarshal(appendFloat(nil, f), &got); err != nil || got != want {
 			t.Errorf("%v: %s, want %s", f, appendFloat(nil, f), b)
+		}
+	}
+}
+
+// Cut anywhere in bodies of every kind of piece (escapes, surrogate
+// pairs, lone surrogates, characters of several bytes), the escaped body
+// keeps what elide keeps of the decoded string and says as much left out.
+func TestAppendElidedMatchesElide(t *testing.T) {
+	pieces := []string{"a", "word ", "é", "😀", `\n`, `\"`, `\\`, `\u003c`, `\u2028`, `\u00e9`, `\ud83d\ude00`, `\ud800`, `\udc00`, `\\u0041`}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		var sb strings.Builder
+		for range rng.IntN(300) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		body := sb.String()
+		var s string
+		if err := json.Unmarshal([]byte(`"`+body+`"`), &s); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		for _, max := range []int{2, 7, 64, 200} {
+			want, wantLeft := elide(s, max)
+			got, left := appendElided(nil, []byte(body), max)
+			var dec string
+			if err := json.Unmarshal(append(append([]byte{'"'}, got...), '"'), &dec); err != nil {
+				t.Fatalf("%s cut to %d: %v in %s", body, max, err, got)
+			}
+			if dec != want || left != wantLeft {
+				t.Fatalf("%s cut to %d:\n got %q (%d left out)\nwant %q (%d)", body, max, dec, left, want, wantLeft)
+			}
 		}
 	}
 }
