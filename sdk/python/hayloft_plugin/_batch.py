@@ -16,7 +16,7 @@ Unknown fields are skipped, as protobuf does.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from .types import GridPoint, Message, Sample, Score
 
@@ -80,6 +80,29 @@ def _len(buf: bytes, i: int, end: int) -> Tuple[int, int]:
     if i + n > end:
         raise DecodeError("truncated field")
     return i, i + n
+
+
+def fields(buf: bytes) -> Dict[int, Any]:
+    """The varint (int) and length-delimited (bytes) fields of a small
+    message by number, the last one winning as in protobuf; other wire
+    types are skipped. A malformed message raises DecodeError."""
+    out: Dict[int, Any] = {}
+    i, end = 0, len(buf)
+    try:
+        while i < end:
+            num, wire, i = _field(buf, i)
+            if wire == 0:
+                out[num], i = _varint(buf, i)
+            elif wire == 2:
+                s, i = _len(buf, i, end)
+                out[num] = buf[s:i]
+            else:
+                i = _skip(buf, i, wire)
+    except IndexError:
+        raise DecodeError("truncated message") from None
+    if i != end:
+        raise DecodeError("truncated message")
+    return out
 
 
 def _pair(buf: bytes, i: int, end: int) -> Tuple[Any, Any]:
