@@ -251,8 +251,17 @@ def _decode_score_batch(buf: bytes, decode_map: Callable[[str, bytes], dict]) ->
         if t != 0x0A:  # not requests (1, length-delimited)
             i = _skip(buf, i, t & 7)
             continue
-        s, e = _len(buf, i, end)
-        i = e
+        n = buf[i]
+        if n < 0x80:
+            s = i + 1
+        elif buf[i + 1] < 0x80:
+            n = (n & 0x7F) | buf[i + 1] << 7
+            s = i + 2
+        else:
+            n, s = _varint(buf, i)
+        i = e = s + n
+        if e > end:
+            raise DecodeError("truncated field")
         sample = None
         pred = ""
         while s < e:
