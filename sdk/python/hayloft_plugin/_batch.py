@@ -16,7 +16,7 @@ Unknown fields are skipped, as protobuf does.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from .types import GridPoint, Message, Sample, Score
 
@@ -80,6 +80,29 @@ def _len(buf: bytes, i: int, end: int) -> Tuple[int, int]:
     if i + n > end:
         raise DecodeError("truncated field")
     return i, i + n
+
+
+def fields(buf: bytes) -> Dict[int, Any]:
+    """The varint (int) and length-delimited (bytes) fields of a small
+    message by number, the last one winning as in protobuf; other wire
+    types are skipped. A malformed message raises DecodeError."""
+    out: Dict[int, Any] = {}
+    i, end = 0, len(buf)
+    try:
+        while i < end:
+            num, wire, i = _field(buf, i)
+            if wire == 0:
+                out[num], i = _varint(buf, i)
+            elif wire == 2:
+                s, i = _len(buf, i, end)
+                out[num] = buf[s:i]
+            else:
+                i = _skip(buf, i, wire)
+    except IndexError:
+        raise DecodeError("truncated message") from None
+    if i != end:
+        raise DecodeError("truncated message")
+    return out
 
 
 def _pair(buf: bytes, i: int, end: int) -> Tuple[Any, Any]:
@@ -228,8 +251,17 @@ def _decode_score_batch(buf: bytes, decode_map: Callable[[str, bytes], dict]) ->
         if t != 0x0A:  # not requests (1, length-delimited)
             i = _skip(buf, i, t & 7)
             continue
-        s, e = _len(buf, i, end)
-        i = e
+        n = buf[i]
+        if n < 0x80:
+            s = i + 1
+        elif buf[i + 1] < 0x80:
+            n = (n & 0x7F) | buf[i + 1] << 7
+            s = i + 2
+        else:
+            n, s = _varint(buf, i)
+        i = e = s + n
+        if e > end:
+            raise DecodeError("truncated field")
         sample = None
         pred = ""
         while s < e:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import traceback
-from datetime import datetime, timezone
 
 from . import _stdio
 
@@ -38,7 +37,8 @@ class HclogHandler(logging.Handler):
         self.module = module
 
     def emit(self, record: logging.LogRecord) -> None:
-        import json  # here, not at the top: start-up does not need it
+        import json  # here, not at the top: start-up does not need them
+        from datetime import datetime, timezone
 
         try:
             entry = {

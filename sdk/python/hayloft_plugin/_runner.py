@@ -9,7 +9,7 @@ import logging
 import time
 
 from . import _wire
-from ._proto import plugin_pb2 as pb
+from ._wire import pb
 from .errors import CODE_EXCEPTION, PluginError, RequestError
 from .plugin import Component
 

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, List, Optional
 
 from . import _batch, _log, _stdio, _wire
+from ._wire import pb
 from .errors import ConfigError, PluginError
 from .plugin import KINDS, PROTOCOL, Component, Plugin
 
@@ -103,8 +104,6 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
 
     _lazy.release()
 
-    from ._proto import plugin_pb2_grpc as rpc
-
     done = threading.Event()
     server = grpc.server(
         ThreadPoolExecutor(max_workers=64, thread_name_prefix="hayloft-grpc"),
@@ -158,23 +157,54 @@ def _channel_options() -> List[Any]:
     return [("grpc.max_receive_message_length", MAX_MESSAGE_SIZE), ("grpc.max_send_message_length", MAX_MESSAGE_SIZE)]
 
 
-def register(server: Any, state: "State") -> None:
-    """Add the hayloft services to a grpc server."""
-    from ._proto import plugin_pb2_grpc as rpc
+# The hayloft services a plugin serves, as plugin_pb2_grpc would add them:
+# per service, each method's name, request message and shape.
+# tests/test_serve.py holds this to the generated descriptors.
+SERVICES = {
+    "Lifecycle": (("Configure", "ConfigureRequest", "unary_unary"), ("Validate", "ValidateRequest", "unary_unary"),
+                  ("Close", "CloseRequest", "unary_unary")),
+    "Task": (("Samples", "SamplesRequest", "unary_stream"), ("SampleBatches", "SamplesRequest", "unary_stream"),
+             ("CountSamples", "SamplesRequest", "unary_unary")),
+    "Model": (("Generate", "GenerateRequest", "unary_unary"), ("Tokenize", "TokenizeRequest", "unary_unary")),
+    "Scorer": (("Score", "ScoreRequest", "unary_unary"), ("Aggregate", "AggregateRequest", "unary_unary"),
+               ("ScoreBatch", "ScoreBatchRequest", "unary_unary")),
+    "Retriever": (("Retrieve", "RetrieveRequest", "unary_unary"),),
+    "Calls": (("Stream", "CallBatch", "stream_stream"),),
+}
 
+# Methods served on raw bytes, without the protobuf runtime: all a scorer
+# under `hayloft score` is asked, so its process never imports protobuf.
+RAW = {("Lifecycle", "Configure"), ("Lifecycle", "Close"), ("Scorer", "ScoreBatch")}
+
+
+def _parser(message: str) -> Any:
+    return lambda data: getattr(pb, message).FromString(data)
+
+
+def _serialize(msg: Any) -> bytes:
+    return msg.SerializeToString()
+
+
+def register(server: Any, state: "State") -> None:
+    """Add the hayloft services to a grpc server. Their messages are
+    parsed with classes looked up at the first call, not here, so serving
+    starts without the protobuf runtime."""
     import grpc
 
-    scorer = _Scorer(state)
-    # ScoreBatch on raw bytes, ahead of the generated handler (the server
-    # asks its handlers in the order they were added).
-    raw = grpc.unary_unary_rpc_method_handler(scorer.ScoreBatch)
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("hayloft.plugin.v1.Scorer", {"ScoreBatch": raw}),))
-    rpc.add_LifecycleServicer_to_server(_Lifecycle(state), server)
-    rpc.add_TaskServicer_to_server(_Task(state), server)
-    rpc.add_ModelServicer_to_server(_Model(state), server)
-    rpc.add_ScorerServicer_to_server(scorer, server)
-    rpc.add_RetrieverServicer_to_server(_Retriever(state), server)
-    rpc.add_CallsServicer_to_server(_Calls(state), server)
+    impls = {"Lifecycle": _Lifecycle(state), "Task": _Task(state), "Model": _Model(state), "Scorer": _Scorer(state),
+             "Retriever": _Retriever(state), "Calls": _Calls(state)}
+    handlers = []
+    for service, methods in SERVICES.items():
+        table = {}
+        for name, request, shape in methods:
+            make = getattr(grpc, shape + "_rpc_method_handler")
+            fn = getattr(impls[service], name)
+            if (service, name) in RAW:
+                table[name] = make(fn)
+            else:
+                table[name] = make(fn, request_deserializer=_parser(request), response_serializer=_serialize)
+        handlers.append(grpc.method_handlers_generic_handler("hayloft.plugin.v1." + service, table))
+    server.add_generic_rpc_handlers(tuple(handlers))
 
 
 # ---- go-plugin's own services ----
@@ -257,8 +287,6 @@ class State:
         self.cache: Any = None  # the host's EmbeddingCache, when it offers one
 
     def component(self, kind: str, ctx: Any) -> Component:
-        from ._proto import plugin_pb2 as pb
-
         with self.mu:
             c = self.comp
         if c is None:
@@ -292,14 +320,63 @@ def abort(ctx: Any, e: Any, code_name: str = "") -> None:
     ctx.abort(code, e.message)
 
 
+class ConfigureRequest:
+    """The fields of a hayloft.plugin.v1.ConfigureRequest (kind = 1,
+    name = 2, options_json = 3, protocol = 4, check_only = 5,
+    embedding_cache = 6); tests/test_serve.py checks them against the
+    protobuf runtime."""
+
+    __slots__ = ("kind", "name", "options_json", "protocol", "check_only", "embedding_cache")
+
+    def __init__(self, kind: str = "", name: str = "", options_json: bytes = b"", protocol: str = "",
+                 check_only: bool = False, embedding_cache: int = 0):
+        self.kind, self.name, self.options_json, self.protocol = kind, name, options_json, protocol
+        self.check_only, self.embedding_cache = check_only, embedding_cache
+
+    @classmethod
+    def parse(cls, raw: bytes) -> "ConfigureRequest":
+        f = _batch.fields(raw)
+        return cls(kind=_text(f.get(1)), name=_text(f.get(2)), options_json=_bytes(f.get(3)),
+                   protocol=_text(f.get(4)), check_only=bool(_int(f.get(5))), embedding_cache=_int(f.get(6)) & 0xFFFFFFFF)
+
+
+def _text(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else ""
+
+
+def _bytes(v: Any) -> bytes:
+    return v if isinstance(v, bytes) else b""
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) else 0
+
+
+def configure_response(plugin_name: str, plugin_version: str, protocol: str, capabilities: List[str]) -> bytes:
+    """An encoded ConfigureResponse (plugin_name = 1, plugin_version = 2,
+    protocol = 3, capabilities = 4)."""
+    out = b""
+    for num, v in ((1, plugin_name), (2, plugin_version), (3, protocol)):
+        if v:
+            out += _wire._field_bytes(num, v.encode())
+    for c in capabilities:
+        out += _wire._field_bytes(4, c.encode())
+    return out
+
+
 class _Lifecycle:
     def __init__(self, s: State):
         self.s = s
 
-    def Configure(self, req: Any, ctx: Any) -> Any:
-        from ._proto import plugin_pb2 as pb
+    def Configure(self, raw: bytes, ctx: Any) -> bytes:
+        """Served on bytes (RAW): a ConfigureRequest's few fields are read
+        and its response written by hand."""
         from ._runner import Runner
 
+        try:
+            req = ConfigureRequest.parse(raw)
+        except (_batch.DecodeError, UnicodeDecodeError) as e:
+            abort(ctx, pb.Error(message=f"Configure: malformed request: {e}"), "INVALID_ARGUMENT")
         s = self.s
         if req.protocol and req.protocol != PROTOCOL:
             abort(ctx, pb.Error(message=f"plugin {s.plugin.name!r} speaks {PROTOCOL}, this hayloft speaks {req.protocol}"),
@@ -338,8 +415,7 @@ class _Lifecycle:
                     s.threads = ThreadPoolExecutor(max_workers=reg.threads, thread_name_prefix=f"hayloft-{reg.kind}")
             s.comp, s.runner = comp, Runner(comp, s.log)
         s.log.debug("configured", extra={"kind": req.kind, "name": req.name})
-        return pb.ConfigureResponse(plugin_name=s.plugin.name, plugin_version=s.plugin.version, protocol=PROTOCOL,
-                                    capabilities=comp.capabilities())
+        return configure_response(s.plugin.name, s.plugin.version, PROTOCOL, comp.capabilities())
 
     @staticmethod
     def _push_nowhere(_reply: Any) -> None:
@@ -348,8 +424,6 @@ class _Lifecycle:
         pass
 
     def Validate(self, req: Any, ctx: Any) -> Any:
-        from ._proto import plugin_pb2 as pb
-
         s = self.s
         with s.mu:
             c = s.comp
@@ -361,9 +435,9 @@ class _Lifecycle:
             s.fail(ctx, "validate", e)
         return pb.ValidateResponse()
 
-    def Close(self, req: Any, ctx: Any) -> Any:
-        from ._proto import plugin_pb2 as pb
-
+    def Close(self, _raw: bytes, ctx: Any) -> bytes:
+        """Served on bytes (RAW): CloseRequest and CloseResponse are
+        empty."""
         s = self.s
         with s.mu:
             c, s.comp = s.comp, None
@@ -373,7 +447,7 @@ class _Lifecycle:
                 c.close()
             except Exception as e:
                 s.fail(ctx, "close", e)
-        return pb.CloseResponse()
+        return b""
 
 
 class _Task:
@@ -383,8 +457,6 @@ class _Task:
     def _items(self, comp: Component, limit: int, stop: threading.Event) -> Iterator[Any]:
         """The task's items in wire form; an exception ends the stream after
         it is sent as the last item's error."""
-        from ._proto import plugin_pb2 as pb
-
         it = comp.samples(limit)
         try:
             while not stop.is_set():
@@ -414,8 +486,6 @@ class _Task:
         yield from self._items(comp, req.limit, stop)
 
     def SampleBatches(self, req: Any, ctx: Any) -> Iterator[Any]:
-        from ._proto import plugin_pb2 as pb
-
         comp = self.s.component("task", ctx)
         stop = threading.Event()
         ctx.add_callback(stop.set)
@@ -456,8 +526,6 @@ class _Task:
             stop.set()
 
     def CountSamples(self, req: Any, ctx: Any) -> Any:
-        from ._proto import plugin_pb2 as pb
-
         comp = self.s.component("task", ctx)
         try:
             n = comp.count(req.limit)
@@ -480,8 +548,6 @@ class _Model:
             abort(ctx, self.s.runner.call_error("generate", e))
 
     def Tokenize(self, req: Any, ctx: Any) -> Any:
-        from ._proto import plugin_pb2 as pb
-
         comp = self.s.component("model", ctx)
         try:
             t = comp.tokenize(list(req.texts))
@@ -510,8 +576,6 @@ class _Scorer:
         threads, or in its worker processes. Served on raw bytes (see
         _batch): the cheap path for the many small requests of `hayloft
         score`."""
-        from ._proto import plugin_pb2 as pb
-
         s = self.s
         comp = s.component("scorer", ctx)
         with s.mu:
@@ -544,8 +608,6 @@ class _Scorer:
 
     @staticmethod
     def _in_workers(req: Any, workers: Any) -> Any:
-        from ._proto import plugin_pb2 as pb
-
         calls = [pb.Call(id=i, score=r) for i, r in enumerate(req.requests)]
         replies: List[Any] = [None] * len(calls)
         left = threading.Semaphore(0)
@@ -568,8 +630,6 @@ class _Scorer:
         return out
 
     def Aggregate(self, req: Any, ctx: Any) -> Any:
-        from ._proto import plugin_pb2 as pb
-
         comp = self.s.component("scorer", ctx)
         try:
             a = comp.aggregate([_wire.score_from_pb(x) for x in req.scores])
@@ -686,8 +746,6 @@ class _Calls:
 
     @staticmethod
     def _inline(runner: Any, request_iterator: Iterator[Any]) -> Iterator[Any]:
-        from ._proto import plugin_pb2 as pb
-
         inbox = _Inbox()
         threading.Thread(target=inbox.fill, args=(request_iterator,), name="hayloft-calls", daemon=True).start()
         while True:
@@ -698,8 +756,6 @@ class _Calls:
                 yield pb.ReplyBatch(replies=replies)
 
     def Stream(self, request_iterator: Iterator[Any], ctx: Any) -> Iterator[Any]:
-        from ._proto import plugin_pb2 as pb
-
         s = self.s
         with s.mu:
             runner, threads, workers = s.runner, s.threads, s.workers

@@ -7,9 +7,25 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._proto import plugin_pb2 as pb
 from .errors import Attempt, ConfigError, PluginError, RequestError, RetryableError, Unsupported
 from .types import Aggregate, Chunk, Generation, GenerateRequest, GridPoint, Message, Retrieval, Sample, Score, Tokens
+
+
+class _Stubs:
+    """The module plugin_pb2, imported on first use. The protobuf runtime is
+    about a sixth of a plugin's start-up, and a scorer serving `hayloft
+    score` never needs it: its Configure, ScoreBatch and Close are served
+    on bytes. Once loaded, the module's names are this object's own, as
+    quick to read as a module's."""
+
+    def __getattr__(self, name: str) -> Any:
+        from ._proto import plugin_pb2
+
+        self.__dict__.update(vars(plugin_pb2))
+        return getattr(plugin_pb2, name)
+
+
+pb: Any = _Stubs()
 
 
 def _encode_map(what: str, m: Optional[Dict[str, Any]]) -> bytes:
@@ -173,8 +189,6 @@ def retrieval_from_pb(p: pb.RetrieveResponse) -> Retrieval:
 
 # ---- errors ----
 
-K = pb.Error.Kind
-
 
 def error_to_pb(err: BaseException) -> pb.Error:
     """The wire form of a component's exception. A plain exception keeps
@@ -183,6 +197,7 @@ def error_to_pb(err: BaseException) -> pb.Error:
         msg = str(err)
     else:
         msg = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    K = pb.Error.Kind
     e = pb.Error(message=msg)
     if isinstance(err, PluginError) and err.attempts:
         e.attempts.extend(attempts_to_pb(err.attempts))
@@ -200,6 +215,7 @@ def error_to_pb(err: BaseException) -> pb.Error:
 def error_from_pb(e: pb.Error) -> BaseException:
     """The exception a remote component raised, rebuilt (for the testing
     helpers, which play the host)."""
+    K = pb.Error.Kind
     attempts = attempts_from_pb(e.attempts) or None
     if e.kind == K.KIND_CONFIG:
         err: BaseException = ConfigError(e.field, e.inner)
@@ -218,20 +234,23 @@ def error_from_pb(e: pb.Error) -> BaseException:
     return err
 
 
-# gRPC status codes by error kind, as sdk/plugin's codeFor.
+# gRPC status codes by error kind name, as sdk/plugin's codeFor.
 _CODES = {
-    K.KIND_CONFIG: "INVALID_ARGUMENT",
-    K.KIND_RETRYABLE: "UNAVAILABLE",
-    K.KIND_REQUEST: "FAILED_PRECONDITION",
-    K.KIND_UNSUPPORTED: "UNIMPLEMENTED",
-    K.KIND_CANCELED: "CANCELLED",
-    K.KIND_DEADLINE: "DEADLINE_EXCEEDED",
-    K.KIND_PANIC: "INTERNAL",
+    "KIND_CONFIG": "INVALID_ARGUMENT",
+    "KIND_RETRYABLE": "UNAVAILABLE",
+    "KIND_REQUEST": "FAILED_PRECONDITION",
+    "KIND_UNSUPPORTED": "UNIMPLEMENTED",
+    "KIND_CANCELED": "CANCELLED",
+    "KIND_DEADLINE": "DEADLINE_EXCEEDED",
+    "KIND_PANIC": "INTERNAL",
 }
 
 
 def status_code_name(e: pb.Error) -> str:
-    return _CODES.get(e.kind, "UNKNOWN")
+    try:
+        return _CODES.get(pb.Error.Kind.Name(e.kind), "UNKNOWN")
+    except ValueError:  # a kind this SDK does not know
+        return "UNKNOWN"
 
 
 def _varint(n: int) -> bytes:
@@ -311,7 +330,7 @@ def rpc_error(e: Any, what: str) -> BaseException:
         if key == "grpc-status-details-bin":
             err = parse_status_details(value)
             if err is not None:
-                if err.kind == K.KIND_UNSPECIFIED:
+                if err.kind == pb.Error.KIND_UNSPECIFIED:
                     return PluginError(f"{what}: {err.message}")
                 return error_from_pb(err)
     return PluginError(f"{what}: {e.code().name}: {e.details()}")
