@@ -54,8 +54,14 @@ const directWriteBytes = 256 << 10
 
 // reserveBytes is how far ahead of its records a segment is zeroed: the
 // zeros, synced once, make each group commit an overwrite that fdatasync
-// flushes without a file-system journal commit for the file's new size.
-const reserveBytes = 4 << 20
+// flushes without a file-system journal commit for the file's new size. A
+// new segment reserves firstReserveBytes, and each reservation doubles the
+// last up to reserveBytes: the first samples of a run wait for the first
+// reservation's sync, and a short run never writes 4 MB of zeros.
+const (
+	firstReserveBytes = 256 << 10
+	reserveBytes      = 4 << 20
+)
 
 // segment is one log file of this process.
 type segment struct {
@@ -292,7 +298,7 @@ func (seg *segment) reserve(end int64) error {
 	if end <= seg.reserved {
 		return nil
 	}
-	to := max(end, seg.reserved+reserveBytes)
+	to := max(end, seg.reserved+min(reserveBytes, max(firstReserveBytes, seg.reserved)))
 	zeros := make([]byte, min(to-seg.reserved, 1<<20))
 	for off := seg.reserved; off < to; {
 		n := min(int64(len(zeros)), to-off)
@@ -334,7 +340,7 @@ func (s *Store) feeder() {
 		case <-s.logStopped:
 			final = true
 		}
-		if !final && len(waiters) == 0 && !s.feedFull() {
+		if !final && len(waiters) == 0 && !s.feedDue() {
 			timer := time.NewTimer(feedDelay)
 		wait:
 			for {
@@ -348,7 +354,7 @@ func (s *Store) feeder() {
 					final = true
 					break wait
 				case <-s.feedKick:
-					if s.feedFull() {
+					if s.feedDue() {
 						break wait
 					}
 				}
@@ -387,6 +393,24 @@ func (s *Store) feeder() {
 		if final {
 			return
 		}
+	}
+}
+
+// feedDue reports whether the feeder should feed now: enough has queued,
+// or FeedSoon asked (which this answers).
+func (s *Store) feedDue() bool {
+	return s.feedFull() || s.feedNow.Swap(false)
+}
+
+// FeedSoon asks for what the log holds to be fed now rather than when more
+// has queued, and returns at once. A caller that will read soon (a run whose
+// last samples are done, before its aggregates and report) gets the feed
+// done meanwhile instead of waiting for it when it reads.
+func (s *Store) FeedSoon() {
+	s.feedNow.Store(true)
+	select {
+	case s.feedKick <- struct{}{}:
+	default:
 	}
 }
 

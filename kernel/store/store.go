@@ -38,6 +38,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -116,6 +117,7 @@ type Store struct {
 	unfed       int // records synced and not yet fed
 	feedErr     error
 	feedKick    chan struct{} // buffered 1: records were queued
+	feedNow     atomic.Bool   // FeedSoon was called: feed without waiting for more
 	flushReq    chan chan error
 	logStopped  chan struct{} // closed by the appender
 	feedStopped chan struct{} // closed by the feeder
