@@ -184,6 +184,12 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 	}
 
+	// The eval's samples are journaled; what the log holds goes into the
+	// database while the rows are aggregated, rather than when the report
+	// reads them.
+	if r.opts.Store != nil {
+		r.opts.Store.FeedSoon()
+	}
 	for _, sh := range scorers {
 		if sh.batch != nil {
 			calls, reqs := sh.batch.stats()
