@@ -184,12 +184,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 	}
 
-	// The eval's samples are journaled; what the log holds goes into the
-	// database while the rows are aggregated, rather than when the report
-	// reads them.
-	if r.opts.Store != nil {
-		r.opts.Store.FeedSoon()
-	}
+	r.feedSoon()
 	for _, sh := range scorers {
 		if sh.batch != nil {
 			calls, reqs := sh.batch.stats()
@@ -222,5 +217,17 @@ func (r *Runner) finishRow(ctx context.Context, runID string, rw *row) {
 		if res.Error == "" {
 			res.Error = fmt.Sprintf("journal: %v", err)
 		}
+	}
+}
+
+// feedSoon has the journal feed what its log holds now instead of when
+// more has queued (the feed takes a few thousand records at a time): once
+// the task has no more samples, while the last ones are at the model, and
+// once they are done, while the rows are aggregated. What is left to feed
+// when the report reads the journal is then only the last few samples,
+// not up to a feed's worth on the run's critical path.
+func (r *Runner) feedSoon() {
+	if r.opts.Store != nil {
+		r.opts.Store.FeedSoon()
 	}
 }

@@ -120,6 +120,9 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 			smp, err, ok := next()
 			if !ok {
 				exhausted = true
+				// What the log holds is fed while the last samples
+				// are at the model (see Runner.feedSoon).
+				r.feedSoon()
 				break
 			}
 			if err != nil {
