@@ -109,6 +109,48 @@ func TestAggregateMean(t *testing.T) {
 	}
 }
 
+// AggregateMean's interval is Bootstrap's of the mean, to the last bit,
+// whatever the number of scores.
+func TestAggregateMeanIsBootstrap(t *testing.T) {
+	for _, n := range []int{1, 2, 5, 97, 1000, 4099} {
+		scores := make([]*sdk.ScoreResponse, n)
+		var vals []float64
+		for i := range scores {
+			scores[i] = &sdk.ScoreResponse{Value: float64((i*7919)%101) / 7}
+			if i%13 == 5 {
+				scores[i].Invalid = true
+				continue
+			}
+			vals = append(vals, scores[i].Value)
+		}
+		for _, seed := range []uint64{0, 7, math.MaxUint64} {
+			got := AggregateMean(scores, seed)
+			lo, hi := Bootstrap(len(vals), DefaultResamples, seed, func(idx []int) float64 {
+				var s float64
+				for _, i := range idx {
+					s += vals[i]
+				}
+				return s / float64(len(idx))
+			})
+			if got.CILow != lo || got.CIHigh != hi {
+				t.Errorf("n=%d seed=%d: interval (%v, %v), Bootstrap's (%v, %v)", n, seed, got.CILow, got.CIHigh, lo, hi)
+			}
+		}
+	}
+}
+
+// BenchmarkAggregateMean is the aggregate `hayloft run` computes for a
+// scorer over a row of 5,000 samples.
+func BenchmarkAggregateMean(b *testing.B) {
+	scores := make([]*sdk.ScoreResponse, 5000)
+	for i := range scores {
+		scores[i] = &sdk.ScoreResponse{Value: float64(i % 2)}
+	}
+	for b.Loop() {
+		AggregateMean(scores, DefaultSeed)
+	}
+}
+
 // The Resampler must draw exactly what math/rand/v2 draws from the same
 // PCG stream, or every bootstrap interval would move.
 func TestResamplerMatchesRandIntN(t *testing.T) {
