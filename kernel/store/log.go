@@ -393,6 +393,9 @@ func (s *Store) feeder() {
 		if final {
 			return
 		}
+		if s.checkpointSoon.Swap(false) && err == nil {
+			s.checkpoint()
+		}
 	}
 }
 
@@ -406,7 +409,13 @@ func (s *Store) feedDue() bool {
 // has queued, and returns at once. A caller that will read soon (a run whose
 // last samples are done, before its aggregates and report) gets the feed
 // done meanwhile instead of waiting for it when it reads.
+//
+// Once that feed is done, the database is also checkpointed (see
+// checkpoint): Close must checkpoint before it removes the log, and the
+// pages written since the last checkpoint (up to 4 MB) then no longer wait
+// for it.
 func (s *Store) FeedSoon() {
+	s.checkpointSoon.Store(true)
 	s.feedNow.Store(true)
 	select {
 	case s.feedKick <- struct{}{}:
@@ -480,6 +489,16 @@ func (s *Store) feed(items []fedItem, live bool) error {
 	s.unfed -= len(items)
 	s.fmu.Unlock()
 	return s.dropSegments(drop)
+}
+
+// checkpoint copies what the WAL holds into the database file (SQLite;
+// PASSIVE: it waits for no reader or writer, and copies what it can), so
+// that the checkpoint Close runs before removing the log has little left
+// to do. A failure is left for that one to meet.
+func (s *Store) checkpoint() {
+	if s.dialect.checkpoint != "" {
+		s.db.Exec(s.dialect.checkpoint)
+	}
 }
 
 // dropSegments removes fed segments: the file first, then its progress
