@@ -333,6 +333,14 @@ func (s *Store) feeder() {
 	var waiters []chan error
 	final := false
 	for {
+		// soon: this feed is one FeedSoon asked for.
+		soon := false
+		due := func() bool {
+			if s.feedNow.Swap(false) {
+				soon = true
+			}
+			return soon || s.feedFull()
+		}
 		select {
 		case <-s.feedKick:
 		case w := <-s.flushReq:
@@ -340,7 +348,7 @@ func (s *Store) feeder() {
 		case <-s.logStopped:
 			final = true
 		}
-		if !final && len(waiters) == 0 && !s.feedDue() {
+		if !final && len(waiters) == 0 && !due() {
 			timer := time.NewTimer(feedDelay)
 		wait:
 			for {
@@ -354,7 +362,7 @@ func (s *Store) feeder() {
 					final = true
 					break wait
 				case <-s.feedKick:
-					if s.feedDue() {
+					if due() {
 						break wait
 					}
 				}
@@ -393,16 +401,10 @@ func (s *Store) feeder() {
 		if final {
 			return
 		}
-		if s.checkpointSoon.Swap(false) && err == nil {
+		if soon && err == nil {
 			s.checkpoint()
 		}
 	}
-}
-
-// feedDue reports whether the feeder should feed now: enough has queued,
-// or FeedSoon asked (which this answers).
-func (s *Store) feedDue() bool {
-	return s.feedFull() || s.feedNow.Swap(false)
 }
 
 // FeedSoon asks for what the log holds to be fed now rather than when more
@@ -415,7 +417,6 @@ func (s *Store) feedDue() bool {
 // pages written since the last checkpoint (up to 4 MB) then no longer wait
 // for it.
 func (s *Store) FeedSoon() {
-	s.checkpointSoon.Store(true)
 	s.feedNow.Store(true)
 	select {
 	case s.feedKick <- struct{}{}:

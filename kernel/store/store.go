@@ -118,11 +118,9 @@ type Store struct {
 	feedErr     error
 	feedKick    chan struct{} // buffered 1: records were queued
 	feedNow     atomic.Bool   // FeedSoon was called: feed without waiting for more
-	// checkpointSoon: FeedSoon was called; checkpoint after the feed.
-	checkpointSoon atomic.Bool
-	flushReq       chan chan error
-	logStopped     chan struct{} // closed by the appender
-	feedStopped    chan struct{} // closed by the feeder
+	flushReq    chan chan error
+	logStopped  chan struct{} // closed by the appender
+	feedStopped chan struct{} // closed by the feeder
 
 	// testHookCommit, when set (by tests, before the first write), runs
 	// in the writer after it has collected a batch and before it commits:
