@@ -6,6 +6,7 @@ import (
 
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
 	"github.com/hayloft/hayloft/sdk/stats"
 )
 
@@ -18,7 +19,7 @@ func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle)
 		for i, s := range list {
 			scores[i] = s.sc
 		}
-		agg, err := stats.Aggregate(context.WithoutCancel(ctx), sh.scorer, scores, stats.DefaultSeed)
+		agg, err := stats.Aggregate(context.WithoutCancel(ctx), aggregator(sh.scorer), scores, stats.DefaultSeed)
 		if err != nil {
 			r.log.Error("aggregate", "scorer", sh.ref, "error", err)
 			rw.res.Metrics[sh.ref] = &store.Metric{N: len(scores), Details: map[string]any{"error": err.Error()}}
@@ -27,3 +28,22 @@ func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle)
 		rw.res.Metrics[sh.ref] = agg
 	}
 }
+
+// aggregator is sc as stats.Aggregate is to see it. A plugin scorer whose
+// component says it has no Aggregate of its own (no plugin.CapAggregator
+// among the capabilities it was configured with) is aggregated by the mean
+// at once: asking it would send every score of the row to the plugin only
+// to hear sdk.ErrUnsupported back, at the end of the run.
+func aggregator(sc sdk.Scorer) sdk.Scorer {
+	if p, ok := sc.(interface{ Info() plugin.Info }); ok {
+		// Protocol is set only by a configured component's answer: the
+		// capabilities are then its own.
+		if i := p.Info(); i.Protocol != "" && !i.Has(plugin.CapAggregator) {
+			return meanOnly{sc}
+		}
+	}
+	return sc
+}
+
+// meanOnly hides a scorer's Aggregate method: stats.Aggregate takes the mean.
+type meanOnly struct{ sdk.Scorer }
