@@ -1,10 +1,13 @@
 package plugin
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/hayloft/hayloft/sdk/jsonscan"
 )
 
 // appendJSONMap appends json.Marshal(m)'s exact bytes for maps of the value
@@ -127,4 +130,42 @@ func appendJSONString(b []byte, s string) ([]byte, bool) {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"'), true
+}
+
+// decodeJSONMap is json.Unmarshal(b, &m) for an object, its scalar members
+// decoded by hand (sdk/jsonscan) and the others by encoding/json one by
+// one, which gives what decoding the whole would. ok is false for anything
+// that is not a valid object: the caller then uses json.Unmarshal, which
+// also gives the error. The kernel decodes every score's details, and the
+// reflective decoder's double scan was most of what that cost.
+func decodeJSONMap(b []byte) (map[string]any, bool) {
+	m := make(map[string]any, 4)
+	err := jsonscan.Object(b, func(k, v []byte) error {
+		var x any
+		switch jsonscan.KindOf(v) {
+		case jsonscan.KindNull:
+		case jsonscan.KindBool:
+			x = v[0] == 't'
+		case jsonscan.KindString:
+			s, err := jsonscan.String(v)
+			if err != nil {
+				return err
+			}
+			x = s
+		case jsonscan.KindNumber:
+			// As json: a float64, and an error for one out of range.
+			f, err := strconv.ParseFloat(string(v), 64)
+			if err != nil {
+				return err
+			}
+			x = f
+		default:
+			if err := json.Unmarshal(v, &x); err != nil {
+				return err
+			}
+		}
+		m[string(k)] = x
+		return nil
+	})
+	return m, err == nil
 }
