@@ -197,17 +197,9 @@ func members(b []byte, i, depth int, fn func(key, value []byte) error) (int, err
 				return vend, err
 			}
 		}
-		i = ws(b, vend)
-		if i >= len(b) {
-			return i, syntaxf("unexpected end of input")
-		}
-		switch b[i] {
-		case ',':
-			i = ws(b, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return i, syntaxf("want ',' or '}' at offset %d", i)
+		var done bool
+		if i, done, err = next(b, vend, '}'); done || err != nil {
+			return i, err
 		}
 	}
 }
@@ -231,17 +223,9 @@ func elements(b []byte, i, depth int, fn func(value []byte) error) (int, error) 
 				return vend, err
 			}
 		}
-		i = ws(b, vend)
-		if i >= len(b) {
-			return i, syntaxf("unexpected end of input")
-		}
-		switch b[i] {
-		case ',':
-			i = ws(b, i+1)
-		case ']':
-			return i + 1, nil
-		default:
-			return i, syntaxf("want ',' or ']' at offset %d", i)
+		var done bool
+		if i, done, err = next(b, vend, ']'); done || err != nil {
+			return i, err
 		}
 	}
 }
@@ -384,4 +368,19 @@ func Int(raw []byte) (n int64, ok bool) {
 		return int64(u), true
 	}
 	return 0, false
+}
+
+// next reads what follows a member or element ending at b[end]: a comma
+// (i is then at the next one) or the closing byte (done, i past it).
+func next(b []byte, end int, closing byte) (i int, done bool, err error) {
+	i = ws(b, end)
+	switch {
+	case i >= len(b):
+		return i, false, syntaxf("unexpected end of input")
+	case b[i] == ',':
+		return ws(b, i+1), false, nil
+	case b[i] == closing:
+		return i + 1, true, nil
+	}
+	return i, false, syntaxf("want ',' or %q at offset %d", closing, i)
 }

@@ -58,6 +58,9 @@ func decodeMap(what string, b []byte) (map[string]any, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
+	if m, ok := decodeJSONMap(b); ok {
+		return m, nil
+	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("decode %s: %w", what, err)

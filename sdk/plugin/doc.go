@@ -21,12 +21,15 @@
 // process exits when its parent dies. Package sdk/sdktest runs all of it
 // inside `go test`.
 //
-// Calls are cheap at high rates: Generate, Score and Retrieve calls of many
-// concurrent callers share one Calls stream per component, and whatever has
-// queued while a message was being sent goes out as the next message, in
-// both directions (mux.go, mux_server.go); task samples travel the same way
-// (SampleBatches). A lone call still goes out at once. Hosts fall back to
-// the unary RPCs for plugins built before these existed.
+// Calls are cheap at high rates: Generate, Score, Retrieve and ScoreBatch
+// calls of many concurrent callers share one Calls stream per component, and
+// whatever has queued while a message was being sent, or queues while the
+// sender yields once to the goroutines ready to run, goes out as the next
+// message, in both directions (mux.go, mux_server.go); task samples travel
+// the same way (SampleBatches). A lone call still goes out at once. Hosts
+// fall back to the unary RPCs for plugins built before these existed, and
+// send ScoreBatch on the stream only to plugins that report the feature
+// (FeatureScoreBatchCall in ConfigureResponse.features).
 //
 // The wire types live in proto/hayloft/plugin/v1; scripts/gen-proto.sh
 // regenerates them reproducibly.

@@ -1,10 +1,13 @@
 package plugin
 
 import (
-	"math"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/hayloft/hayloft/sdk/jsonscan"
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
 
 // appendJSONMap appends json.Marshal(m)'s exact bytes for maps of the value
@@ -83,34 +86,11 @@ func appendJSONArray[T any](b []byte, v []T, elem func([]byte, T) ([]byte, bool)
 	return append(b, ']'), true
 }
 
-// AppendJSONFloat appends json.Marshal(f)'s bytes: the shortest
-// representation, in exponent form below 1e-6 or from 1e21, with a
-// two-digit negative exponent shortened ("1e-07" becomes "1e-7"). ok is
-// false for NaN and ±Inf, which JSON cannot hold. It is here for hosts that
-// write scores as JSON at the rate plugins produce them.
+// AppendJSONFloat appends json.Marshal(f)'s bytes (jsonstr.AppendFloat);
+// ok is false for NaN and ±Inf, which JSON cannot hold. It is here for
+// hosts that write scores as JSON at the rate plugins produce them.
 func AppendJSONFloat(b []byte, f float64) ([]byte, bool) {
-	// Whole numbers below 2^53 (counts, lengths: most of a score's
-	// numbers) print as their integer, which AppendInt writes without the
-	// shortest-digits search; -0 keeps its sign the slow way.
-	if i := int64(f); float64(i) == f && i > -1<<53 && i < 1<<53 && (i != 0 || !math.Signbit(f)) {
-		return strconv.AppendInt(b, i, 10), true
-	}
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return b, false
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, true
+	return jsonstr.AppendFloat(b, f)
 }
 
 // appendJSONString quotes s when no character of it needs escaping, as in
@@ -127,4 +107,42 @@ func appendJSONString(b []byte, s string) ([]byte, bool) {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"'), true
+}
+
+// decodeJSONMap is json.Unmarshal(b, &m) for an object, its scalar members
+// decoded by hand (sdk/jsonscan) and the others by encoding/json one by
+// one, which gives what decoding the whole would. ok is false for anything
+// that is not a valid object: the caller then uses json.Unmarshal, which
+// also gives the error. The kernel decodes every score's details, and the
+// reflective decoder's double scan was most of what that cost.
+func decodeJSONMap(b []byte) (map[string]any, bool) {
+	m := make(map[string]any, 4)
+	err := jsonscan.Object(b, func(k, v []byte) error {
+		var x any
+		switch jsonscan.KindOf(v) {
+		case jsonscan.KindNull:
+		case jsonscan.KindBool:
+			x = v[0] == 't'
+		case jsonscan.KindString:
+			s, err := jsonscan.String(v)
+			if err != nil {
+				return err
+			}
+			x = s
+		case jsonscan.KindNumber:
+			// As json: a float64, and an error for one out of range.
+			f, err := strconv.ParseFloat(string(v), 64)
+			if err != nil {
+				return err
+			}
+			x = f
+		default:
+			if err := json.Unmarshal(v, &x); err != nil {
+				return err
+			}
+		}
+		m[string(k)] = x
+		return nil
+	})
+	return m, err == nil
 }

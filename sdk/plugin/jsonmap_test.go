@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -70,4 +71,65 @@ func TestAppendJSONFloatRandom(t *testing.T) {
 			t.Fatalf("%v: got %s (%v), want %s (%v)", f, got, ok, want, err)
 		}
 	}
+}
+
+var mapSeeds = []string{
+	`{"match":true,"target":0}`, `{"match":false}`, `{}`, ` {"a" : null , "b":"x\u00e9\n", "c":-1.5e3}`,
+	`{"n":[1,"a",{"b":null}],"o":{"p":true}}`, `{"a":1,"a":"dup"}`, `{"big":1e400}`, `{"k\"":0.1}`,
+	"{\"\xff\":\"\xfe\"}", `null`, `[]`, `"s"`, `{"a":1`, `{"a":01}`, `{"a":1}x`,
+}
+
+// decodeJSONMap must give json.Unmarshal's map exactly, or hand over.
+func TestDecodeJSONMapMatchesUnmarshal(t *testing.T) {
+	for _, s := range mapSeeds {
+		agreeMap(t, []byte(s))
+	}
+	if _, ok := decodeJSONMap([]byte(`{"match":true,"target":0}`)); !ok {
+		t.Error("a scorer's usual details took the slow path")
+	}
+}
+
+func FuzzDecodeJSONMapMatchesUnmarshal(f *testing.F) {
+	for _, s := range mapSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(agreeMap)
+}
+
+func agreeMap(t *testing.T, b []byte) {
+	t.Helper()
+	got, ok := decodeJSONMap(b)
+	if !ok {
+		return
+	}
+	var want map[string]any
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatalf("decodeJSONMap took %q, json.Unmarshal: %v", b, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decodeJSONMap(%q) = %#v, json.Unmarshal %#v", b, got, want)
+	}
+}
+
+// BenchmarkDecodeMap: a scorer's usual details, as the host decodes them
+// for every score, against encoding/json.
+func BenchmarkDecodeMap(b *testing.B) {
+	details := []byte(`{"match":true,"target":0}`)
+	b.Run("decodeMap", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeMap("score details", details); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding_json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var m map[string]any
+			if err := json.Unmarshal(details, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -423,12 +423,6 @@ func (c *Client) encode(r *request) ([]byte, error) {
 // when there are messages (omitempty), tail is the fields after them and
 // the closing brace.
 func (c *Client) split(r *request) (head, tail []byte, err error) {
-	rest := *r
-	rest.Messages, rest.Model = nil, ""
-	b, err := json.Marshal(&rest) // the fields after messages
-	if err != nil {
-		return nil, nil, err
-	}
 	sep := func(out []byte) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
@@ -442,13 +436,31 @@ func (c *Client) split(r *request) (head, tail []byte, err error) {
 	if len(r.Messages) > 0 {
 		head = append(sep(head), `"messages":`...)
 	}
-	if len(b) > len("{}") {
-		if len(head) > 1 {
-			tail = append(tail, ',')
-		}
-		tail = append(tail, b[1:len(b)-1]...)
+	// The fields after the messages, after a comma if anything precedes
+	// them; encoded to size (a legacy prompt may be long).
+	size := 128
+	if r.Prompt != nil {
+		size += jsonstr.QuotedLen(*r.Prompt)
 	}
-	return head, append(tail, '}'), nil
+	tail = make([]byte, 0, size)
+	if len(head) > 1 {
+		tail = append(tail, ',')
+	}
+	params, ok := appendParams(tail, r)
+	if !ok {
+		// json.Marshal gives the error (a NaN, an infinity).
+		rest := *r
+		rest.Messages, rest.Model = nil, ""
+		b, err := json.Marshal(&rest)
+		if err != nil {
+			return nil, nil, err
+		}
+		params = append(tail, b[1:len(b)-1]...)
+	}
+	if len(params) == len(tail) {
+		params = params[:0] // no fields: no comma
+	}
+	return head, append(params, '}'), nil
 }
 
 // streamBodyBytes is the messages' length from which a body is encoded as
