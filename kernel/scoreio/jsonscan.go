@@ -380,6 +380,9 @@ func appendCompact(dst, v []byte) []byte {
 	if len(v) > 0 && v[0] == '"' {
 		return append(dst, v...) // a string is all inside
 	}
+	if !hasSpace(v) {
+		return append(dst, v...) // numbers, and what a plugin wrote compact
+	}
 	for i := 0; i < len(v); {
 		switch c := v[i]; c {
 		case '"':
@@ -394,6 +397,17 @@ func appendCompact(dst, v []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// hasSpace reports whether v has a byte that may be whitespace to drop:
+// any byte up to ' ' (inside a valid string only the space itself can be).
+func hasSpace(v []byte) bool {
+	for _, c := range v {
+		if c <= ' ' {
+			return true
+		}
+	}
+	return false
 }
 
 // stringEnd returns the index just past the validated string that opens

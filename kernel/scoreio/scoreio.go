@@ -331,7 +331,7 @@ func (it *item) parse(slab *[]field, aggregate bool) error {
 	if prediction[0] == '"' {
 		pred, err = decodeString(prediction)
 	} else {
-		err = json.Unmarshal(prediction, &pred) // null is "", as it always was
+		pred, err = unmarshalString(prediction) // null is "", as it always was
 	}
 	if err != nil {
 		return errors.New("prediction: want a string")
@@ -347,6 +347,14 @@ func (it *item) parse(slab *[]field, aggregate bool) error {
 	// With aggregate the line's score is never written, only aggregated.
 	it.req = sdk.ScoreRequest{Sample: sample, Prediction: pred, ForAggregate: aggregate}
 	return nil
+}
+
+// unmarshalString is json.Unmarshal into a string, in a function of its
+// own so that the common path's string does not escape to the heap.
+func unmarshalString(raw []byte) (string, error) {
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
 }
 
 func setReferences(sample *sdk.Sample, raw []byte) error {
@@ -540,7 +548,8 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 			return nil, err
 		}
 	}
-	value, ok := plugin.AppendJSONFloat(nil, r.Response.Value)
+	var valueBuf [32]byte // the longest float64 JSON number is 24 bytes
+	value, ok := plugin.AppendJSONFloat(valueBuf[:0], r.Response.Value)
 	if !ok {
 		if _, err := json.Marshal(r.Response.Value); err != nil {
 			return nil, err // json.Marshal's own words for NaN and Inf

@@ -256,6 +256,9 @@ func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, ds
 	if err != nil || req.ForAggregate {
 		return resp, nil, err
 	}
+	if dst == nil {
+		dst = make([]byte, 0, 256) // one allocation: sacrebleu's details are about 200 bytes
+	}
 	if out, ok := d.appendDetails(dst); ok {
 		return resp, out, nil
 	}
