@@ -19,10 +19,24 @@ type Table struct {
 }
 
 type vocabSlot struct {
+	head     uint64 // the token's first 8 bytes (headOf): most tokens are compared without the arena
 	gen      uint32
 	hash     uint32
 	off, len uint32 // the token's bytes in the arena
 	id       uint32
+}
+
+// headOf is tok's first 8 bytes as a little-endian word, zero-padded.
+func headOf(tok []byte) uint64 {
+	if len(tok) >= 8 {
+		return uint64(tok[0]) | uint64(tok[1])<<8 | uint64(tok[2])<<16 | uint64(tok[3])<<24 |
+			uint64(tok[4])<<32 | uint64(tok[5])<<40 | uint64(tok[6])<<48 | uint64(tok[7])<<56
+	}
+	var h uint64
+	for i, c := range tok {
+		h |= uint64(c) << (8 * i)
+	}
+	return h
 }
 
 // Reset forgets every token, keeping the memory.
@@ -41,7 +55,7 @@ func (v *Table) Len() int { return v.n }
 
 // Bytes is the memory the table holds, for a pool deciding whether a table
 // grown by one huge input is worth keeping.
-func (v *Table) Bytes() int { return cap(v.arena) + 20*cap(v.slots) }
+func (v *Table) Bytes() int { return cap(v.arena) + 32*cap(v.slots) }
 
 // HashStart and HashByte are the token hash (FNV-1a: tokens are short, and
 // a byte loop beats a call), step by step, for a caller that builds a token
@@ -112,18 +126,20 @@ func (v *Table) LookupHashed(tok []byte, h uint32, intern bool) (id uint32, ok b
 		return 0, false
 	}
 	mask := uint32(len(v.slots) - 1)
+	head := headOf(tok)
 	for i := v.slot(h); ; i = (i + 1) & mask {
 		s := &v.slots[i]
 		if s.gen != v.gen {
 			if !intern {
 				return 0, false
 			}
-			*s = vocabSlot{gen: v.gen, hash: h, off: uint32(len(v.arena)), len: uint32(len(tok)), id: uint32(v.n)}
+			*s = vocabSlot{head: head, gen: v.gen, hash: h, off: uint32(len(v.arena)), len: uint32(len(tok)), id: uint32(v.n)}
 			v.arena = append(v.arena, tok...)
 			v.n++
 			return s.id, true
 		}
-		if s.hash == h && string(v.arena[s.off:s.off+s.len]) == string(tok) {
+		if s.hash == h && s.head == head && s.len == uint32(len(tok)) &&
+			(len(tok) <= 8 || string(v.arena[s.off+8:s.off+s.len]) == string(tok[8:])) {
 			return s.id, true
 		}
 	}

@@ -130,17 +130,14 @@ func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table,
 			i++
 			continue
 		}
-		start, upper := i, false
+		start, upper := i, byte(0)
 		for ; i < len(text); i++ {
 			c := text[i]
-			if c >= utf8.RuneSelf {
-				break
-			}
-			l := asciiToken[c]
+			l := tokenByte[c]
 			if l == 0 {
 				break
 			}
-			upper = upper || l != c
+			upper |= l ^ c // nonzero once a capital was lowered
 		}
 		if i < len(text) && text[i] >= utf8.RuneSelf {
 			if r, _ := utf8.DecodeRuneInString(text[i:]); r == '\u212a' || r == '\u0130' {
@@ -148,7 +145,7 @@ func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table,
 			}
 		}
 		tok := text[start:i]
-		if upper {
+		if upper != 0 {
 			w := (*word)[:0]
 			for k := 0; k < len(tok); k++ {
 				w = append(w, asciiToken[tok[k]])
@@ -210,6 +207,14 @@ var asciiToken = func() (t [utf8.RuneSelf]byte) {
 	for c := byte('0'); c <= '9'; c++ {
 		t[c] = c
 	}
+	return t
+}()
+
+// tokenByte is asciiToken over every byte value, 0 for bytes from 0x80
+// (which end an ASCII token as separators do), so that the scan of a token
+// looks each byte up once.
+var tokenByte = func() (t [256]byte) {
+	copy(t[:], asciiToken[:])
 	return t
 }()
 
