@@ -80,3 +80,47 @@ func TestTableWithSum(t *testing.T) {
 		}
 	}
 }
+
+// Intern interns as a map does, tokens of every length around the head's 8
+// bytes included, with zero bytes that the head's padding must not confuse
+// ("a" and "a\x00"); and headOf is the zero-padded first 8 bytes.
+func TestIntern(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var v Table
+	for round := range 10 {
+		v.Reset()
+		ref := map[string]uint32{}
+		for range 5000 {
+			b := make([]byte, rng.IntN(20))
+			for i := range b {
+				b[i] = "ab\x00\xff"[rng.IntN(4)]
+			}
+			var pad [8]byte
+			copy(pad[:], b)
+			want := uint64(0)
+			for i := 7; i >= 0; i-- {
+				want = want<<8 | uint64(pad[i])
+			}
+			if got := headOf(b); got != want {
+				t.Fatalf("headOf(%q) = %#x, want %#x", b, got, want)
+			}
+			tok := string(b)
+			id, ok := ref[tok]
+			if !ok {
+				id = uint32(len(ref))
+				ref[tok] = id
+			}
+			if got, ok := v.Intern(b, true); !ok || got != id {
+				t.Fatalf("round %d: Intern(%q) = %d, want %d", round, tok, got, id)
+			}
+		}
+		for tok, want := range ref {
+			if got, ok := v.Intern([]byte(tok), false); !ok || got != want {
+				t.Fatalf("get(%q) = %d,%v want %d", tok, got, ok, want)
+			}
+		}
+		if _, ok := v.Intern([]byte("not there at all"), false); ok {
+			t.Fatal("a token never interned was found")
+		}
+	}
+}

@@ -196,7 +196,7 @@ func (c *counter) fieldIDs(dst []int32, line string, add bool) []int32 {
 	c.spans = appendFields13a(c.spans[:0], line)
 	for k := 0; k < len(c.spans); k += 2 {
 		tok := line[c.spans[k]:c.spans[k+1]]
-		if id, ok := c.vocab.LookupHashed(unsafe.Slice(unsafe.StringData(tok), len(tok)), intern.Sum(tok), add); ok {
+		if id, ok := c.vocab.Intern(unsafe.Slice(unsafe.StringData(tok), len(tok)), add); ok {
 			dst = append(dst, int32(id))
 		} else {
 			dst = append(dst, -1)

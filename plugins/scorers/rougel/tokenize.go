@@ -113,8 +113,8 @@ func (t defaultTokenizer) tokenize(dst []string, text string) []string {
 // scan, interned straight from text when it has no capital (most tokens)
 // and from its lowercase copy in word when it has; the rest of the text
 // goes through appendIDsSlow from the first token that meets one of the two
-// non-ASCII letters str.lower maps into [a-z]. Tokens are hashed whole with
-// intern.Sum on both ways.
+// non-ASCII letters str.lower maps into [a-z]. Both ways intern with
+// Table.Intern.
 func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, word *[]byte) []int32 {
 	for i := 0; i < len(text); {
 		c := text[i]
@@ -153,7 +153,7 @@ func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table,
 			*word = w
 			tok = unsafe.String(unsafe.SliceData(w), len(w))
 		}
-		id, _ := tab.LookupHashed(unsafe.Slice(unsafe.StringData(tok), len(tok)), intern.Sum(tok), true)
+		id, _ := tab.Intern(unsafe.Slice(unsafe.StringData(tok), len(tok)), true)
 		dst = append(dst, int32(id))
 	}
 	return dst
@@ -165,7 +165,7 @@ func (defaultTokenizer) appendIDsSlow(dst []int32, text string, tab *intern.Tabl
 	w := (*word)[:0]
 	emit := func() {
 		if len(w) > 0 {
-			id, _ := tab.LookupHashed(w, intern.Sum(unsafe.String(unsafe.SliceData(w), len(w))), true)
+			id, _ := tab.Intern(w, true)
 			dst = append(dst, int32(id))
 			w = w[:0]
 		}
