@@ -524,7 +524,11 @@ func appendLine(b []byte, it *item) ([]byte, error) {
 	for _, f := range it.fields {
 		b = append(b, f.keyOut...)
 		b = append(b, ':')
-		b = appendCompact(b, f.value)
+		if f.compact {
+			b = append(b, f.value...)
+		} else {
+			b = appendCompact(b, f.value)
+		}
 		b = append(b, ',')
 	}
 	b = append(b, `"score":`...)
@@ -566,7 +570,7 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 	start := len(b)
 	b = append(b, '{')
 	next, first := 0, true
-	emit := func(key string, keyRaw, val []byte) {
+	emit := func(key string, keyRaw, val []byte, compact bool) {
 		if !first {
 			b = append(b, ',')
 		}
@@ -579,7 +583,11 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 			b = append(b, '"')
 		}
 		b = append(b, ':')
-		b = appendCompact(b, val)
+		if compact {
+			b = append(b, val...)
+		} else {
+			b = appendCompact(b, val)
+		}
 	}
 	if len(details) > 0 {
 		s := &scanner{b: details}
@@ -612,19 +620,20 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 			s.i++
 			s.ws()
 			vstart := s.i
+			s.spaced = false
 			if err := s.value(1); err != nil {
 				return nil, fmt.Errorf("details: %w", err)
 			}
-			val := s.b[vstart:s.i]
+			val, compact := s.b[vstart:s.i], !s.spaced
 			for next < len(extra) && extra[next].key < string(key) {
-				emit(extra[next].key, nil, extra[next].val)
+				emit(extra[next].key, nil, extra[next].val, true)
 				next++
 			}
 			if next < len(extra) && extra[next].key == string(key) {
-				emit(extra[next].key, nil, extra[next].val)
+				emit(extra[next].key, nil, extra[next].val, true)
 				next++
 			} else {
-				emit("", keyRaw, val)
+				emit("", keyRaw, val, compact)
 			}
 			s.ws()
 			if s.i < len(s.b) && s.b[s.i] == ',' {
@@ -637,7 +646,7 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 		}
 	}
 	for ; next < len(extra); next++ {
-		emit(extra[next].key, nil, extra[next].val)
+		emit(extra[next].key, nil, extra[next].val, true)
 	}
 	return append(b, '}'), nil
 }
