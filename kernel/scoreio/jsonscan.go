@@ -25,14 +25,16 @@ const maxDepth = 10000
 // field is one top-level member of an object, in input order: its decoded
 // key, its key as it will be written, and its raw value.
 type field struct {
-	key    string
-	keyOut []byte
-	value  []byte
+	key     string
+	keyOut  []byte
+	value   []byte
+	compact bool // value has no whitespace to drop
 }
 
 type scanner struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	spaced bool // ws skipped something: a value scanned since it was cleared is not compact
 }
 
 func (s *scanner) errorf(format string, args ...any) error {
@@ -44,6 +46,7 @@ func (s *scanner) ws() {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
+			s.spaced = true
 		default:
 			return
 		}
@@ -102,15 +105,17 @@ func (s *scanner) members(fields []field) ([]field, error) {
 		s.i++
 		s.ws()
 		vstart := s.i
+		s.spaced = false
 		if err := s.value(1); err != nil {
 			return nil, fmt.Errorf("%w (in %q)", err, key)
 		}
+		compact := !s.spaced
 		for _, f := range fields[first:] {
 			if f.key == key {
 				return nil, fmt.Errorf("%s: duplicate field", key)
 			}
 		}
-		fields = append(fields, field{key: key, keyOut: keyOut(keyRaw, key), value: s.b[vstart:s.i]})
+		fields = append(fields, field{key: key, keyOut: keyOut(keyRaw, key), value: s.b[vstart:s.i], compact: compact})
 		s.ws()
 		if s.i >= len(s.b) {
 			return nil, s.errorf("unexpected end of input")
@@ -380,6 +385,9 @@ func appendCompact(dst, v []byte) []byte {
 	if len(v) > 0 && v[0] == '"' {
 		return append(dst, v...) // a string is all inside
 	}
+	if !hasSpace(v) {
+		return append(dst, v...) // numbers, and what a plugin wrote compact
+	}
 	for i := 0; i < len(v); {
 		switch c := v[i]; c {
 		case '"':
@@ -394,6 +402,17 @@ func appendCompact(dst, v []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// hasSpace reports whether v has a byte that may be whitespace to drop:
+// any byte up to ' ' (inside a valid string only the space itself can be).
+func hasSpace(v []byte) bool {
+	for _, c := range v {
+		if c <= ' ' {
+			return true
+		}
+	}
+	return false
 }
 
 // stringEnd returns the index just past the validated string that opens

@@ -331,7 +331,7 @@ func (it *item) parse(slab *[]field, aggregate bool) error {
 	if prediction[0] == '"' {
 		pred, err = decodeString(prediction)
 	} else {
-		err = json.Unmarshal(prediction, &pred) // null is "", as it always was
+		pred, err = unmarshalString(prediction) // null is "", as it always was
 	}
 	if err != nil {
 		return errors.New("prediction: want a string")
@@ -347,6 +347,14 @@ func (it *item) parse(slab *[]field, aggregate bool) error {
 	// With aggregate the line's score is never written, only aggregated.
 	it.req = sdk.ScoreRequest{Sample: sample, Prediction: pred, ForAggregate: aggregate}
 	return nil
+}
+
+// unmarshalString is json.Unmarshal into a string, in a function of its
+// own so that the common path's string does not escape to the heap.
+func unmarshalString(raw []byte) (string, error) {
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
 }
 
 func setReferences(sample *sdk.Sample, raw []byte) error {
@@ -516,7 +524,11 @@ func appendLine(b []byte, it *item) ([]byte, error) {
 	for _, f := range it.fields {
 		b = append(b, f.keyOut...)
 		b = append(b, ':')
-		b = appendCompact(b, f.value)
+		if f.compact {
+			b = append(b, f.value...)
+		} else {
+			b = appendCompact(b, f.value)
+		}
 		b = append(b, ',')
 	}
 	b = append(b, `"score":`...)
@@ -540,7 +552,8 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 			return nil, err
 		}
 	}
-	value, ok := plugin.AppendJSONFloat(nil, r.Response.Value)
+	var valueBuf [32]byte // the longest float64 JSON number is 24 bytes
+	value, ok := plugin.AppendJSONFloat(valueBuf[:0], r.Response.Value)
 	if !ok {
 		if _, err := json.Marshal(r.Response.Value); err != nil {
 			return nil, err // json.Marshal's own words for NaN and Inf
@@ -557,7 +570,7 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 	start := len(b)
 	b = append(b, '{')
 	next, first := 0, true
-	emit := func(key string, keyRaw, val []byte) {
+	emit := func(key string, keyRaw, val []byte, compact bool) {
 		if !first {
 			b = append(b, ',')
 		}
@@ -570,7 +583,11 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 			b = append(b, '"')
 		}
 		b = append(b, ':')
-		b = appendCompact(b, val)
+		if compact {
+			b = append(b, val...)
+		} else {
+			b = appendCompact(b, val)
+		}
 	}
 	if len(details) > 0 {
 		s := &scanner{b: details}
@@ -603,19 +620,20 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 			s.i++
 			s.ws()
 			vstart := s.i
+			s.spaced = false
 			if err := s.value(1); err != nil {
 				return nil, fmt.Errorf("details: %w", err)
 			}
-			val := s.b[vstart:s.i]
+			val, compact := s.b[vstart:s.i], !s.spaced
 			for next < len(extra) && extra[next].key < string(key) {
-				emit(extra[next].key, nil, extra[next].val)
+				emit(extra[next].key, nil, extra[next].val, true)
 				next++
 			}
 			if next < len(extra) && extra[next].key == string(key) {
-				emit(extra[next].key, nil, extra[next].val)
+				emit(extra[next].key, nil, extra[next].val, true)
 				next++
 			} else {
-				emit("", keyRaw, val)
+				emit("", keyRaw, val, compact)
 			}
 			s.ws()
 			if s.i < len(s.b) && s.b[s.i] == ',' {
@@ -628,7 +646,7 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 		}
 	}
 	for ; next < len(extra); next++ {
-		emit(extra[next].key, nil, extra[next].val)
+		emit(extra[next].key, nil, extra[next].val, true)
 	}
 	return append(b, '}'), nil
 }

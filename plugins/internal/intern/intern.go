@@ -3,7 +3,10 @@
 // need, and a reused table does it without a string or map entry per token.
 package intern
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // Table interns tokens (byte strings) as dense ids 0, 1, 2, … in order of
 // first sight, like a map[string]uint32 but without a string per token: the
@@ -19,10 +22,31 @@ type Table struct {
 }
 
 type vocabSlot struct {
+	head     uint64 // the token's first 8 bytes (headOf): most tokens are compared without the arena
 	gen      uint32
 	hash     uint32
-	off, len uint32 // the token's bytes in the arena
+	off, len uint32 // the token's length, and its bytes after the first 8 in the arena
 	id       uint32
+}
+
+// headOf is tok's first 8 bytes as a little-endian word, zero-padded. A
+// shorter token is read in two overlapping pieces whose shared bytes agree,
+// without a loop.
+func headOf(tok []byte) uint64 {
+	n := len(tok)
+	switch {
+	case n >= 8:
+		return uint64(tok[0]) | uint64(tok[1])<<8 | uint64(tok[2])<<16 | uint64(tok[3])<<24 |
+			uint64(tok[4])<<32 | uint64(tok[5])<<40 | uint64(tok[6])<<48 | uint64(tok[7])<<56
+	case n >= 4:
+		lo := uint64(tok[0]) | uint64(tok[1])<<8 | uint64(tok[2])<<16 | uint64(tok[3])<<24
+		t := tok[n-4:]
+		hi := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24
+		return lo | hi<<(8*(n-4))
+	case n > 0:
+		return uint64(tok[0]) | uint64(tok[n/2])<<(8*(n/2)) | uint64(tok[n-1])<<(8*(n-1))
+	}
+	return 0
 }
 
 // Reset forgets every token, keeping the memory.
@@ -41,7 +65,7 @@ func (v *Table) Len() int { return v.n }
 
 // Bytes is the memory the table holds, for a pool deciding whether a table
 // grown by one huge input is worth keeping.
-func (v *Table) Bytes() int { return cap(v.arena) + 20*cap(v.slots) }
+func (v *Table) Bytes() int { return cap(v.arena) + 32*cap(v.slots) }
 
 // HashStart and HashByte are the token hash (FNV-1a: tokens are short, and
 // a byte loop beats a call), step by step, for a caller that builds a token
@@ -105,6 +129,30 @@ func (v *Table) Lookup(tok []byte, intern bool) (id uint32, ok bool) {
 // LookupHashed is Lookup for a token whose hash h the caller computed with
 // HashStart and HashByte.
 func (v *Table) LookupHashed(tok []byte, h uint32, intern bool) (id uint32, ok bool) {
+	return v.lookup(tok, headOf(tok), h, intern)
+}
+
+// Intern is Lookup with a hash of its own, cheaper than HashByte's on short
+// tokens: a token of up to 8 bytes is hashed from its head. A table must
+// see Intern only, or Lookup and LookupHashed only, from one Reset to the
+// next.
+func (v *Table) Intern(tok []byte, intern bool) (id uint32, ok bool) {
+	head := headOf(tok)
+	var h uint32
+	if len(tok) <= 8 {
+		const k = 0x9e3779b97f4a7c15
+		x := (head ^ uint64(len(tok))<<60) * k
+		h = uint32(x>>32) ^ uint32(x)
+	} else {
+		h = Sum(unsafe.String(unsafe.SliceData(tok), len(tok)))
+	}
+	return v.lookup(tok, head, h, intern)
+}
+
+// lookup finds or adds tok, whose first 8 bytes are head and hash is h.
+// Only the bytes after the first 8 go to the arena: the head holds the
+// rest, and most tokens are no longer.
+func (v *Table) lookup(tok []byte, head uint64, h uint32, intern bool) (id uint32, ok bool) {
 	if intern && 2*(v.n+1) > len(v.slots) {
 		v.grow()
 	}
@@ -118,12 +166,15 @@ func (v *Table) LookupHashed(tok []byte, h uint32, intern bool) (id uint32, ok b
 			if !intern {
 				return 0, false
 			}
-			*s = vocabSlot{gen: v.gen, hash: h, off: uint32(len(v.arena)), len: uint32(len(tok)), id: uint32(v.n)}
-			v.arena = append(v.arena, tok...)
+			*s = vocabSlot{head: head, gen: v.gen, hash: h, off: uint32(len(v.arena)), len: uint32(len(tok)), id: uint32(v.n)}
+			if len(tok) > 8 {
+				v.arena = append(v.arena, tok[8:]...)
+			}
 			v.n++
 			return s.id, true
 		}
-		if s.hash == h && string(v.arena[s.off:s.off+s.len]) == string(tok) {
+		if s.hash == h && s.head == head && s.len == uint32(len(tok)) &&
+			(len(tok) <= 8 || string(v.arena[s.off:s.off+s.len-8]) == string(tok[8:])) {
 			return s.id, true
 		}
 	}

@@ -50,32 +50,57 @@ func TestTableMatchesMap(t *testing.T) {
 	}
 }
 
-// A table fed Sum's hashes interns as a map does, on tokens of every length
-// around Sum's word and tail sizes, and tokens differing in one byte.
-func TestTableWithSum(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	var v Table
-	for round := range 10 {
-		v.Reset()
-		ref := map[string]uint32{}
-		for range 5000 {
-			b := make([]byte, rng.IntN(20))
-			for i := range b {
-				b[i] = "ab\x00\xff"[rng.IntN(4)]
+// A table interns as a map does through Intern, and through LookupHashed
+// fed Sum's hashes: on tokens of every length around Sum's word and tail
+// sizes and the head's 8 bytes, differing in one byte, with zero bytes that
+// the head's padding must not confuse ("a" and "a\x00"). headOf is the
+// zero-padded first 8 bytes.
+func TestInternAndSum(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		lookup func(v *Table, tok []byte, add bool) (uint32, bool)
+	}{
+		{"Intern", (*Table).Intern},
+		{"LookupHashed+Sum", func(v *Table, tok []byte, add bool) (uint32, bool) {
+			return v.LookupHashed(tok, Sum(string(tok)), add)
+		}},
+	} {
+		rng := rand.New(rand.NewPCG(9, 10))
+		var v Table
+		for round := range 10 {
+			v.Reset()
+			ref := map[string]uint32{}
+			for range 5000 {
+				b := make([]byte, rng.IntN(20))
+				for i := range b {
+					b[i] = "ab\x00\xff"[rng.IntN(4)]
+				}
+				var pad [8]byte
+				copy(pad[:], b)
+				head := uint64(0)
+				for i := 7; i >= 0; i-- {
+					head = head<<8 | uint64(pad[i])
+				}
+				if got := headOf(b); got != head {
+					t.Fatalf("headOf(%q) = %#x, want %#x", b, got, head)
+				}
+				tok := string(b)
+				id, ok := ref[tok]
+				if !ok {
+					id = uint32(len(ref))
+					ref[tok] = id
+				}
+				if got, ok := c.lookup(&v, b, true); !ok || got != id {
+					t.Fatalf("%s, round %d: intern(%q) = %d, want %d", c.name, round, tok, got, id)
+				}
 			}
-			tok := string(b)
-			want, ok := ref[tok]
-			if !ok {
-				want = uint32(len(ref))
-				ref[tok] = want
+			for tok, want := range ref {
+				if got, ok := c.lookup(&v, []byte(tok), false); !ok || got != want {
+					t.Fatalf("%s: get(%q) = %d,%v want %d", c.name, tok, got, ok, want)
+				}
 			}
-			if got, ok := v.LookupHashed(b, Sum(tok), true); !ok || got != want {
-				t.Fatalf("round %d: intern(%q) = %d, want %d", round, tok, got, want)
-			}
-		}
-		for tok, want := range ref {
-			if got, ok := v.LookupHashed([]byte(tok), Sum(tok), false); !ok || got != want {
-				t.Fatalf("get(%q) = %d,%v want %d", tok, got, ok, want)
+			if _, ok := c.lookup(&v, []byte("not there at all"), false); ok {
+				t.Fatalf("%s: a token never interned was found", c.name)
 			}
 		}
 	}

@@ -256,6 +256,9 @@ func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, ds
 	if err != nil || req.ForAggregate {
 		return resp, nil, err
 	}
+	if dst == nil {
+		dst = make([]byte, 0, 256) // one allocation: sacrebleu's details are about 200 bytes
+	}
 	if out, ok := d.appendDetails(dst); ok {
 		return resp, out, nil
 	}
@@ -311,9 +314,27 @@ func (s *Scorer) score(req *sdk.ScoreRequest) (*sdk.ScoreResponse, detailer, err
 		c.refEnd = append(c.refEnd, len(c.refIDs))
 	}
 	c.hypIDs = s.segmentIDs(c, name, tok, req.Prediction, false, c.hypIDs[:0])
-	st := c.sacreStats()
-	res := compute(st, s.sentence)
-	return &sdk.ScoreResponse{Value: res.Score, Stats: st}, res, nil
+	if s.opts.MaxNgramOrder > maxPackedOrder {
+		st := c.sacreStats(nil)
+		res := compute(st, s.sentence)
+		return &sdk.ScoreResponse{Value: res.Score, Stats: st}, res, nil
+	}
+	// The response, its statistics and the result's lists in one
+	// allocation, the result handed on by pointer.
+	one := new(sentenceScore)
+	n := s.opts.MaxNgramOrder
+	st := c.sacreStats(one.nums[: 2+2*n : 2+2*n])
+	one.res = computeInto(one.nums[2+2*n:], st, s.sentence)
+	one.resp = sdk.ScoreResponse{Value: one.res.Score, Stats: st}
+	return &one.resp, &one.res, nil
+}
+
+// sentenceScore is what score returns for one sacrebleu sample of max
+// order up to 4, allocated together.
+type sentenceScore struct {
+	resp sdk.ScoreResponse
+	res  Result
+	nums [2 + 5*maxPackedOrder]float64 // statistics, then counts, totals, precisions
 }
 
 // corpusResult is the corpus score and details of summed statistics.

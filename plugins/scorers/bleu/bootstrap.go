@@ -93,18 +93,22 @@ type lanes struct {
 }
 
 // resample sets vals to the statistic of the next len(vals) resamples of
-// draw.
+// draw. The draws are taken a chunk at a time (at most flush, so a chunk's
+// lanes never overflow) and summed while the chunk's indices are still in
+// the first-level cache, rather than a resample's worth written out and read
+// back.
 func (l lanes) resample(draw *stats.Resampler, vals []float64, stat func(sum []float64) float64) {
 	packed, words := l.packed, l.words
 	sum := make([]float64, l.width)
 	total := make([]uint64, l.width)
 	acc := make([]uint64, words)
-	idx := make([]int32, l.n)
+	chunk := min(l.flush, resampleChunk)
+	idx := make([]int32, min(chunk, l.n))
 	for r := range vals {
-		draw.Fill(idx)
 		clear(total)
-		for start := 0; start < l.n; start += l.flush {
-			part := idx[start:min(start+l.flush, l.n)]
+		for start := 0; start < l.n; start += chunk {
+			part := idx[:min(chunk, l.n-start)]
+			draw.Fill(part)
 			if words == 3 { // max order 4, the default: unrolled
 				var a0, a1, a2 uint64
 				for _, k := range part {
@@ -134,3 +138,7 @@ func (l lanes) resample(draw *stats.Resampler, vals []float64, stat func(sum []f
 		vals[r] = stat(sum)
 	}
 }
+
+// resampleChunk is the most draws resample takes at a time: 4 KiB of
+// indices.
+const resampleChunk = 1024

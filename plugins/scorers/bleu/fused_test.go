@@ -91,7 +91,7 @@ func TestPackedStatsMatchTables(t *testing.T) {
 		}
 		c.words(hyp, false)
 		c.hypIDs = append(c.hypIDs, c.ids[0]...)
-		if got := c.packedStats(); !slices.Equal(got, want) {
+		if got := c.packedStats(nil); !slices.Equal(got, want) {
 			t.Fatalf("round %d: refs %q hyp %q order %d: packed %v, tables %v", round, refs, hyp, order, got, want)
 		}
 	}

@@ -79,11 +79,20 @@ func pyLog(x float64) float64 {
 // compute is sacrebleu's BLEU.compute_bleu over the statistics layout
 // [sys_len, ref_len, correct_1..N, total_1..N] (N = p.maxOrder).
 func compute(stats []float64, p sacreParams) Result {
+	return computeInto(make([]float64, 3*p.maxOrder), stats, p)
+}
+
+// computeInto is compute with the result's three lists in buf, which
+// holds 3·p.maxOrder numbers.
+func computeInto(buf, stats []float64, p sacreParams) Result {
 	n := p.maxOrder
-	correct := append([]float64(nil), stats[2:2+n]...)
-	total := append([]float64(nil), stats[2+n:2+2*n]...)
+	buf = buf[: 3*n : 3*n]
+	correct, total, precisions := buf[:n:n], buf[n:2*n:2*n], buf[2*n:]
+	copy(correct, stats[2:2+n])
+	copy(total, stats[2+n:2+2*n])
+	clear(precisions)
 	sysLen, refLen := stats[0], stats[1]
-	res := Result{Counts: correct, Totals: total, SysLen: sysLen, RefLen: refLen, Precisions: make([]float64, n)}
+	res := Result{Counts: correct, Totals: total, SysLen: sysLen, RefLen: refLen, Precisions: precisions}
 
 	res.BP = 1
 	if sysLen < refLen {
@@ -196,7 +205,7 @@ func (c *counter) fieldIDs(dst []int32, line string, add bool) []int32 {
 	c.spans = appendFields13a(c.spans[:0], line)
 	for k := 0; k < len(c.spans); k += 2 {
 		tok := line[c.spans[k]:c.spans[k+1]]
-		if id, ok := c.vocab.LookupHashed(unsafe.Slice(unsafe.StringData(tok), len(tok)), intern.Sum(tok), add); ok {
+		if id, ok := c.vocab.Intern(unsafe.Slice(unsafe.StringData(tok), len(tok)), add); ok {
 			dst = append(dst, int32(id))
 		} else {
 			dst = append(dst, -1)
@@ -208,9 +217,9 @@ func (c *counter) fieldIDs(dst []int32, line string, add bool) []int32 {
 // sacreStats is the segment statistics of the hypothesis in c.hypIDs
 // against the references in c.refIDs: through gramTable when they fit it
 // (packedStats), else through the per-order id tables.
-func (c *counter) sacreStats() []float64 {
+func (c *counter) sacreStats(out []float64) []float64 {
 	if len(c.orders) <= maxPackedOrder && c.vocab.Len() <= maxPackedVocab {
-		return c.packedStats()
+		return c.packedStats(out)
 	}
 	for k := range c.orders {
 		c.orders[k].reset()
@@ -234,7 +243,7 @@ func (c *counter) sacreStats() []float64 {
 // reference position adding the n-grams that end there and each hypothesis
 // position matching them. A hypothesis n-gram whose last n-1 tokens are in
 // no reference is in none either, so the orders above it are not looked up.
-func (c *counter) packedStats() []float64 {
+func (c *counter) packedStats(out []float64) []float64 {
 	n := len(c.orders)
 	g := &c.grams
 	g.reset()
@@ -264,7 +273,9 @@ func (c *counter) packedStats() []float64 {
 		}
 	}
 	hyp := c.hypIDs
-	out := make([]float64, 2+2*n)
+	if len(out) != 2+2*n {
+		out = make([]float64, 2+2*n)
+	}
 	out[0] = float64(len(hyp))
 	out[1] = float64(closestRefLen(len(hyp), c.refLens))
 	var correct [maxPackedOrder]int

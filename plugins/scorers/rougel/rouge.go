@@ -211,6 +211,9 @@ func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, ds
 		return nil, nil, err
 	}
 	resp := &sdk.ScoreResponse{Value: best.Fmeasure}
+	if dst == nil {
+		dst = make([]byte, 0, 128) // one allocation: the details are under 100 bytes
+	}
 	b := append(dst, `{"fmeasure":`...)
 	b, ok1 := plugin.AppendJSONFloat(b, best.Fmeasure)
 	b = append(b, `,"precision":`...)

@@ -345,10 +345,11 @@ func TestDefaultTokenizerIDs(t *testing.T) {
 	}
 	// Without the two letters that send the rest to the byte-at-a-time
 	// path, and with longer tokens: the one-scan path.
-	alphabet = []string{"a", "Z", "q", "0", "9", " ", ",", "-", "é", "中", "\n", "ß", "\xff", "abcdefgh", "ABCDEFGHIJ", "xyZ"}
-	for range 3000 {
+	alphabet = []string{"a", "Z", "q", "0", "9", " ", ",", "-", "é", "中", "\n", "ß", "\xff", "abcdefgh", "ABCDEFGHIJ", "xyZ",
+		strings.Repeat("long", 20), strings.Repeat("LoNg", 33), "\xe2\x84", "\xc4"}
+	for range 6000 {
 		var b strings.Builder
-		for range rng.IntN(40) {
+		for range rng.IntN(60) {
 			b.WriteString(alphabet[rng.IntN(len(alphabet))])
 		}
 		inputs = append(inputs, b.String())

@@ -113,8 +113,8 @@ func (t defaultTokenizer) tokenize(dst []string, text string) []string {
 // scan, interned straight from text when it has no capital (most tokens)
 // and from its lowercase copy in word when it has; the rest of the text
 // goes through appendIDsSlow from the first token that meets one of the two
-// non-ASCII letters str.lower maps into [a-z]. Tokens are hashed whole with
-// intern.Sum on both ways.
+// non-ASCII letters str.lower maps into [a-z]. Both ways intern with
+// Table.Intern.
 func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table, word *[]byte) []int32 {
 	for i := 0; i < len(text); {
 		c := text[i]
@@ -130,17 +130,14 @@ func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table,
 			i++
 			continue
 		}
-		start, upper := i, false
+		start, upper := i, byte(0)
 		for ; i < len(text); i++ {
 			c := text[i]
-			if c >= utf8.RuneSelf {
-				break
-			}
-			l := asciiToken[c]
+			l := tokenByte[c]
 			if l == 0 {
 				break
 			}
-			upper = upper || l != c
+			upper |= l ^ c // nonzero once a capital was lowered
 		}
 		if i < len(text) && text[i] >= utf8.RuneSelf {
 			if r, _ := utf8.DecodeRuneInString(text[i:]); r == '\u212a' || r == '\u0130' {
@@ -148,7 +145,7 @@ func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table,
 			}
 		}
 		tok := text[start:i]
-		if upper {
+		if upper != 0 {
 			w := (*word)[:0]
 			for k := 0; k < len(tok); k++ {
 				w = append(w, asciiToken[tok[k]])
@@ -156,7 +153,7 @@ func (t defaultTokenizer) appendIDs(dst []int32, text string, tab *intern.Table,
 			*word = w
 			tok = unsafe.String(unsafe.SliceData(w), len(w))
 		}
-		id, _ := tab.LookupHashed(unsafe.Slice(unsafe.StringData(tok), len(tok)), intern.Sum(tok), true)
+		id, _ := tab.Intern(unsafe.Slice(unsafe.StringData(tok), len(tok)), true)
 		dst = append(dst, int32(id))
 	}
 	return dst
@@ -168,7 +165,7 @@ func (defaultTokenizer) appendIDsSlow(dst []int32, text string, tab *intern.Tabl
 	w := (*word)[:0]
 	emit := func() {
 		if len(w) > 0 {
-			id, _ := tab.LookupHashed(w, intern.Sum(unsafe.String(unsafe.SliceData(w), len(w))), true)
+			id, _ := tab.Intern(w, true)
 			dst = append(dst, int32(id))
 			w = w[:0]
 		}
@@ -210,6 +207,14 @@ var asciiToken = func() (t [utf8.RuneSelf]byte) {
 	for c := byte('0'); c <= '9'; c++ {
 		t[c] = c
 	}
+	return t
+}()
+
+// tokenByte is asciiToken over every byte value, 0 for bytes from 0x80
+// (which end an ASCII token as separators do), so that the scan of a token
+// looks each byte up once.
+var tokenByte = func() (t [256]byte) {
+	copy(t[:], asciiToken[:])
 	return t
 }()
 
