@@ -29,13 +29,20 @@ type rssWatch struct {
 	mu    sync.Mutex
 	peaks map[int]int64  // pid → VmHWM in bytes
 	names map[int]string // pid → its command line, shortened
-	max   int64          // the largest sum of the live processes' peaks
-	procs int            // how many processes that sum counted
+	// anon and file are each process's largest RssAnon and RssFile seen
+	// (sampled, so at most VmHWM together): how much of its peak is its
+	// own memory and how much the binary's pages it has mapped, which
+	// the processes share and which depend on how the page cache holds
+	// the binary (large folios are mapped whole).
+	anon, file map[int]int64
+	max        int64 // the largest sum of the live processes' peaks
+	procs      int   // how many processes that sum counted
 }
 
 // watchRSS starts sampling the tree under root every interval.
 func watchRSS(root int, interval time.Duration) *rssWatch {
-	w := &rssWatch{root: root, stop: make(chan struct{}), done: make(chan struct{}), peaks: map[int]int64{}, names: map[int]string{}}
+	w := &rssWatch{root: root, stop: make(chan struct{}), done: make(chan struct{}),
+		peaks: map[int]int64{}, names: map[int]string{}, anon: map[int]int64{}, file: map[int]int64{}}
 	go func() {
 		defer close(w.done)
 		t := time.NewTicker(interval)
@@ -73,7 +80,7 @@ func (w *rssWatch) breakdown() string {
 	sort.Slice(pids, func(i, j int) bool { return w.peaks[pids[i]] > w.peaks[pids[j]] })
 	var b strings.Builder
 	for _, pid := range pids {
-		fmt.Fprintf(&b, "  %6.1f MB  %s\n", float64(w.peaks[pid])/(1<<20), w.names[pid])
+		fmt.Fprintf(&b, "  %6.1f MB  (anon %5.1f, file %5.1f)  %s\n", mb(w.peaks[pid]), mb(w.anon[pid]), mb(w.file[pid]), w.names[pid])
 	}
 	return b.String()
 }
@@ -98,10 +105,13 @@ func (w *rssWatch) sample() {
 	var sum int64
 	n := 0
 	for _, pid := range append(pids, w.root) {
-		hwm, ok := vmHWM(pid)
+		st, ok := memStatus(pid)
 		if !ok {
 			continue // gone meanwhile
 		}
+		hwm := st.hwm
+		w.anon[pid] = max(w.anon[pid], st.anon)
+		w.file[pid] = max(w.file[pid], st.file)
 		sum += hwm
 		n++
 		w.peaks[pid] = max(w.peaks[pid], hwm)
@@ -163,25 +173,40 @@ func parentOf(pid int) (int, bool) {
 	return ppid, err == nil
 }
 
-// vmHWM is a process's peak resident set size in bytes.
-func vmHWM(pid int) (int64, bool) {
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// procMem is what a process's status says of its memory, in bytes: its
+// peak resident set size and its resident anonymous and file pages now.
+type procMem struct{ hwm, anon, file int64 }
+
+// memStatus reads a process's procMem; ok is false if it is gone or its
+// status has no VmHWM.
+func memStatus(pid int) (m procMem, ok bool) {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return 0, false
+		return m, false
 	}
 	defer f.Close()
+	fields := map[string]*int64{"VmHWM:": &m.hwm, "RssAnon:": &m.anon, "RssFile:": &m.file}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
-		if !ok {
+		name, v, _ := strings.Cut(sc.Text(), "\t")
+		dst := fields[name]
+		if dst == nil {
 			continue
 		}
 		f := strings.Fields(v) // "123456 kB"
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, false
+			return m, false
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
-		return kb << 10, err == nil
+		if err != nil {
+			return m, false
+		}
+		*dst = kb << 10
+		if name == "VmHWM:" {
+			ok = true
+		}
 	}
-	return 0, false
+	return m, ok
 }

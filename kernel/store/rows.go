@@ -165,7 +165,7 @@ func (rs *rowSets) insert(ctx context.Context, tx *sql.Tx, stmts *insertStmts) e
 		cols := len(set.table.columns)
 		args := set.args
 		for left := set.rows; left > 0; {
-			n := nextChunk(left, set.table.maxRows())
+			n := fitBytes(args, cols, nextChunk(left, set.table.maxRows()))
 			st, err := stmts.get(ctx, set.table, n)
 			if err != nil {
 				return err
@@ -177,6 +177,35 @@ func (rs *rowSets) insert(ctx context.Context, tx *sql.Tx, stmts *insertStmts) e
 		}
 	}
 	return nil
+}
+
+// maxChunkBytes bounds the text and bytes one INSERT binds: the driver
+// copies every bound value into SQLite's memory for the statement's run, so
+// one INSERT of the answers to 64 long-context requests held a second copy
+// of every request at once (some 30 MB at 128K tokens). A row longer than
+// this goes in an INSERT of its own.
+const maxChunkBytes = 1 << 20
+
+// fitBytes halves n, a power of two, until the first n rows of args (cols
+// values each) bind at most maxChunkBytes, or n is 1.
+func fitBytes(args []any, cols, n int) int {
+	for n > 1 && boundBytes(args[:n*cols]) > maxChunkBytes {
+		n /= 2
+	}
+	return n
+}
+
+func boundBytes(args []any) int {
+	size := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			size += len(v)
+		case []byte:
+			size += len(v)
+		}
+	}
+	return size
 }
 
 // reset empties the sets, keeping their buffers but no reference to the

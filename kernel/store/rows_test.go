@@ -41,6 +41,36 @@ func TestNextChunk(t *testing.T) {
 	}
 }
 
+// An INSERT binds at most maxChunkBytes of text unless one row alone is
+// longer: long-context requests go a few at a time, short rows 64 at once.
+func TestFitBytes(t *testing.T) {
+	long := strings.Repeat("x", maxChunkBytes/3+1) // three of them are over the bound
+	rows := func(n int, text string) []any {
+		var args []any
+		for i := range n {
+			args = append(args, i, text, []byte("b"))
+		}
+		return args
+	}
+	tests := []struct {
+		name string
+		args []any
+		n    int
+		want int
+	}{
+		{"short rows", rows(64, "short"), 64, 64},
+		{"long rows", rows(64, long), 64, 2},
+		{"one longer than the bound", rows(4, strings.Repeat("y", maxChunkBytes+1)), 4, 1},
+		{"one row", rows(1, long), 1, 1},
+		{"bytes count too", []any{1, "", make([]byte, maxChunkBytes), 2, "", []byte("b")}, 2, 1},
+	}
+	for _, tt := range tests {
+		if got := fitBytes(tt.args, 3, tt.n); got != tt.want {
+			t.Errorf("%s: fitBytes = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestTableMaxRows(t *testing.T) {
 	tests := []struct {
 		columns, want int

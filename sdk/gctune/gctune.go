@@ -6,13 +6,16 @@
 // requests of 128K tokens in flight holds some 32 MB of prompt text, so the
 // default let it reach twice that, and the same in each process on the
 // prompt's way (kernel, model plugin). Prompt text is strings, which the
-// collector does not scan, so collecting more often costs little there.
-// Small heaps, as in a run of short samples where the collector's cost per
-// byte is highest, keep the default.
+// collector does not scan: what a collection costs is mostly the scannable
+// part of the heap (objects with pointers), so that part alone sets how
+// much headroom keeps the collector cheap.
 //
-// The rule: the headroom is the live heap while that is at most
-// MinHeadroom, then MinHeadroom until the live heap is twice that, then half
-// the live heap (GOGC 50). It is re-applied after every collection.
+// The rule: the headroom is the scannable heap plus a quarter of the rest,
+// but at least MinHeadroom and at most the live heap (GOGC 100, the
+// default). A heap of pointers thus keeps the default, and so does any heap
+// of up to MinHeadroom, as in a run of short samples; 40 MB of prompts in
+// flight get MinHeadroom. Marking then costs at most one scanned byte per
+// byte allocated. It is re-applied after every collection.
 package gctune
 
 import (
@@ -27,15 +30,15 @@ import (
 // MinHeadroom is the headroom every heap may have, whatever its size.
 const MinHeadroom = 16 << 20
 
-// minPercent is the lowest GOGC the tuner sets.
-const minPercent = 50
-
-// Percent is the GOGC the rule gives for a live heap of live bytes.
-func Percent(live uint64) int {
-	if live <= MinHeadroom {
+// Percent is the GOGC the rule gives for a live heap of live bytes, scan of
+// them scannable.
+func Percent(live, scan uint64) int {
+	scan = min(scan, live)
+	headroom := max(MinHeadroom, scan+(live-scan)/4)
+	if headroom >= live {
 		return 100
 	}
-	return max(minPercent, int(100*MinHeadroom/live))
+	return max(1, int(100*headroom/live))
 }
 
 var start sync.Once
@@ -47,7 +50,11 @@ func Start() {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
-	start.Do(func() { arm(&tuner{percent: 100, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}) })
+	start.Do(func() { arm(newTuner()) })
+}
+
+func newTuner() *tuner {
+	return &tuner{percent: 100, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/heap:bytes"}}}
 }
 
 type tuner struct {
@@ -70,17 +77,19 @@ func arm(t *tuner) {
 		if t.stop.Load() {
 			return
 		}
-		t.tune()
+		// Armed first: whoever hears of this tuning (a test) may then
+		// count on the next collection to tune again.
 		arm(t)
+		t.tune()
 	}, t)
 }
 
 func (t *tuner) tune() {
 	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() != metrics.KindUint64 {
+	if t.sample[0].Value.Kind() != metrics.KindUint64 || t.sample[1].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	if p := Percent(t.sample[0].Value.Uint64()); p != t.percent {
+	if p := Percent(t.sample[0].Value.Uint64(), t.sample[1].Value.Uint64()); p != t.percent {
 		t.percent = p
 		debug.SetGCPercent(p)
 		if t.tuned != nil {

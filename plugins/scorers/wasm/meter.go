@@ -16,7 +16,8 @@ import (
 // of its time: measured on the keyword-coverage example, its words function
 // ran 11× slower with it than without. The rewritten module instead counts
 // down a fuel global at every function entry and loop header — a load, a
-// subtraction, a store and a branch, all native — and calls the host's
+// subtraction, a store and a branch, all native; a function that opens
+// with a loop is checked at that loop only — and calls the host's
 // hayloft.tick only when the fuel runs out; tick ends the call when its
 // deadline has passed or the scorer is closing, and refills the fuel.
 // Each check charges one unit plus one per meterBytesPerUnit bytes of the
@@ -452,16 +453,30 @@ func (m *meterer) function(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	out := make([]byte, 0, len(body)+len(body)/8+32)
-	scratch := uint32(locals)
+	// Two locals are added: the fuel as a check computes it, so that the
+	// check compares it without loading the global again, and, for bulk
+	// operations, their size.
+	fuel, scratch := uint32(locals), uint32(locals)+1
 	if info.bulk {
+		out = appendU32(out, groups+2)
+		out = append(out, decls...)
+		out = append(out, 1, 0x7E, 1, 0x7F) // one i64, one i32
+	} else {
 		out = appendU32(out, groups+1)
 		out = append(out, decls...)
-		out = append(out, 1, 0x7F) // one i32: the size of a bulk operation
-	} else {
-		out = appendU32(out, groups)
-		out = append(out, decls...)
+		out = append(out, 1, 0x7E)
 	}
-	out = m.check(out, len(code))
+	// Most of a Go guest's functions start with the loop their branches go
+	// through, after a lead-in (the stack pointer loaded, the blocks of the
+	// resume points): that loop's check follows the entry's with a few
+	// constant-time instructions between them, so the entry's is left out
+	// and the loop's charges what the entry's would have, the whole
+	// function. The lead-in runs once per entry and what follows the loop
+	// at most once, so each path through the function is still charged for
+	// every byte it runs, and a call costs one check instead of two.
+	if info.leadLoop < 0 {
+		out = m.check(out, len(code), fuel)
+	}
 	_, err = m.walk(code, func(op, sub uint32, at, next int) {
 		switch {
 		case op == 0x10 || op == 0x12 || op == 0xD2: // call, return_call, ref.func
@@ -470,7 +485,11 @@ func (m *meterer) function(body []byte) ([]byte, error) {
 			out = appendU32(append(out, byte(op)), m.fn(idx))
 		case op == 0x03: // loop
 			out = append(out, code[at:next]...)
-			out = m.check(out, info.loopEnds[at]-next)
+			size := info.loopEnds[at] - next
+			if at == info.leadLoop {
+				size = len(code)
+			}
+			out = m.check(out, size, fuel)
 		case op == 0xFC && isBulk(sub):
 			out = m.charge(out, scratch)
 			out = append(out, code[at:next]...)
@@ -491,12 +510,13 @@ func isBulk(sub uint32) bool {
 	return sub == 8 || sub == 10 || sub == 11 || sub == 12 || sub == 14 || sub == 17
 }
 
-// check appends the fuel check guarding size bytes of code:
+// check appends the fuel check guarding size bytes of code, with local
+// tmp (an i64) as scratch:
 //
-//	global.get fuel; i64.const cost; i64.sub; global.set fuel
-//	global.get fuel; i64.const 0; i64.le_s
+//	global.get fuel; i64.const cost; i64.sub; local.tee tmp; global.set fuel
+//	local.get tmp; i64.const 0; i64.le_s
 //	if; call tick; i64.const meterFuel; global.set fuel; end
-func (m *meterer) check(out []byte, size int) []byte {
+func (m *meterer) check(out []byte, size int, tmp uint32) []byte {
 	cost := int32(1 + size/meterBytesPerUnit)
 	if cost > meterFuel {
 		cost = meterFuel
@@ -504,8 +524,9 @@ func (m *meterer) check(out []byte, size int) []byte {
 	out = appendU32(append(out, 0x23), m.fuelGlobal)
 	out = appendS32(append(out, 0x42), cost)
 	out = append(out, 0x7D)
+	out = appendU32(append(out, 0x22), tmp)
 	out = appendU32(append(out, 0x24), m.fuelGlobal)
-	out = appendU32(append(out, 0x23), m.fuelGlobal)
+	out = appendU32(append(out, 0x20), tmp)
 	out = append(out, 0x42, 0, 0x57, 0x04, 0x40)
 	out = appendU32(append(out, 0x10), m.importedFuncs)
 	out = appendS32(append(out, 0x42), meterFuel)
@@ -531,12 +552,29 @@ func (m *meterer) charge(out []byte, scratch uint32) []byte {
 // loop filling all of a 4 GiB memory reaches tick every few iterations.
 const bulkShift = 12
 
+// leadIn reports whether op may come before a function's lead loop: it
+// runs in constant time and cannot branch, call or trap. A Go guest's
+// functions open with global.get, local.set and blocks before their loop.
+func leadIn(op uint32) bool {
+	switch op {
+	case 0x02, // block
+		0x20, 0x21, 0x22, // local.get, local.set, local.tee
+		0x23,       // global.get
+		0x41, 0x42: // i32.const, i64.const
+		return true
+	}
+	return false
+}
+
 // walkInfo is what walk learns of a function's code.
 type walkInfo struct {
 	// loopEnds maps each loop instruction's position to the position
 	// just past its matching end.
 	loopEnds map[int]int
 	bulk     bool // the code has a bulk memory or table operation
+	// leadLoop is the position of a loop that only a lead-in precedes
+	// (see leadIn), -1 if the code does not start so.
+	leadLoop int
 }
 
 // walk decodes every instruction of a function's code, calling visit (if
@@ -547,7 +585,8 @@ type walkInfo struct {
 // must not reach the fuel through it.
 func (m *meterer) walk(code []byte, visit func(op, sub uint32, at, next int)) (walkInfo, error) {
 	r := reader{b: code}
-	info := walkInfo{loopEnds: map[int]int{}}
+	info := walkInfo{loopEnds: map[int]int{}, leadLoop: -1}
+	lead := true // only a lead-in so far
 	// open holds the positions of the open blocks, -1 for those that are
 	// not loops; the function's body is the outermost.
 	open := []int{-1}
@@ -559,6 +598,12 @@ func (m *meterer) walk(code []byte, visit func(op, sub uint32, at, next int)) (w
 		at := r.off
 		op := uint32(r.byte())
 		var sub uint32
+		if lead && !leadIn(op) {
+			lead = false
+			if op == 0x03 {
+				info.leadLoop = at
+			}
+		}
 		switch {
 		case op == 0x02 || op == 0x04: // block, if
 			r.blockType()

@@ -69,9 +69,10 @@ func TestUnmeteredModuleIsStillStopped(t *testing.T) {
 	requireDiscardedThenRecovers(t, h, true)
 }
 
-// In the rewritten Go modules, every function begins with a fuel check and
-// every loop header is followed by one: read back from the output, not
-// taken from the rewrite's word.
+// In the rewritten Go modules, every function begins with a fuel check, or
+// with a lead-in (constant-time instructions) and then a loop, and every
+// loop header is followed by one: read back from the output, not taken from
+// the rewrite's word.
 func TestMeteredCodeChecksEveryLoop(t *testing.T) {
 	for _, name := range []string{"coverage", "hostile"} {
 		path, _ := module(t, name)
@@ -94,7 +95,7 @@ func TestMeteredCodeChecksEveryLoop(t *testing.T) {
 			}
 			br := reader{b: body}
 			n := br.u32()
-			loops := 0
+			loops, leads := 0, 0
 			for i := range n {
 				fr := reader{b: br.bytes(br.u32())}
 				for range fr.u32() {
@@ -105,10 +106,15 @@ func TestMeteredCodeChecksEveryLoop(t *testing.T) {
 				if fuel == nil {
 					fuel = fcode[:bytes.IndexByte(fcode, 0x42)] // up to i64.const cost
 				}
-				if !bytes.HasPrefix(fcode, fuel) {
-					t.Fatalf("%s: function %d does not begin with a fuel check: % x", name, i, fcode[:min(16, len(fcode))])
-				}
+				leadIn := !bytes.HasPrefix(fcode, fuel) // then a loop must come first
 				_, err := m.walk(fcode, func(op, _ uint32, at, next int) {
+					if leadIn && !leadInOp(op) {
+						leadIn = false
+						if op != 0x03 {
+							t.Fatalf("%s: function %d begins with neither a fuel check nor a lead-in and a loop: % x", name, i, fcode[:min(16, len(fcode))])
+						}
+						leads++
+					}
 					if op == 0x03 {
 						loops++
 						if !bytes.HasPrefix(fcode[next:], fuel) {
@@ -123,8 +129,21 @@ func TestMeteredCodeChecksEveryLoop(t *testing.T) {
 			if loops < 1000 {
 				t.Errorf("%s: %d loops checked; a Go module has thousands", name, loops)
 			}
+			if leads < int(n)/2 {
+				t.Errorf("%s: %d of %d functions check at their first loop only; most of a Go module's should", name, leads, n)
+			}
 		}
 	}
+}
+
+// leadInOp is leadIn, restated: what may precede a function's first loop
+// when the rewrite leaves out its entry check.
+func leadInOp(op uint32) bool {
+	switch op {
+	case 0x02, 0x20, 0x21, 0x22, 0x23, 0x41, 0x42:
+		return true
+	}
+	return false
 }
 
 // Hand-assembled modules, built with a few helpers that write the binary
@@ -349,4 +368,66 @@ func FuzzMeter(f *testing.F) {
 			t.Fatalf("output %q", out[:min(8, len(out))])
 		}
 	})
+}
+
+// A function that opens with a lead-in and a loop is checked at the loop
+// only, and that check charges the whole function: what follows the loop
+// runs once per entry and is paid for there. One that opens otherwise keeps
+// its entry check.
+func TestMeterLeadLoop(t *testing.T) {
+	head := []byte("\x00asm\x01\x00\x00\x00")
+	tail := bytes.Repeat([]byte{0x01}, 6400) // nops: 100 units of code after the loop
+	for _, tc := range []struct {
+		name       string
+		code       []byte
+		entryCheck bool
+	}{
+		// block; loop; end; end
+		{"lead-in then loop", cat([]byte{0x02, 0x40, 0x03, 0x40, 0x0B, 0x0B}, tail), false},
+		// nop; loop; end: a nop is not a lead-in
+		{"work before the loop", cat([]byte{0x01, 0x03, 0x40, 0x0B}, tail), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mod := cat(head, sec(secType, vec([]byte{0x60, 0, 0})), sec(secFunction, vec(leb(0))), sec(secCode, vec(body(tc.code))))
+			out, err := meter(mod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fcode []byte
+			for r := (reader{b: out, off: 8}); r.more(); {
+				id, size := r.byte(), r.u32()
+				b := r.bytes(size)
+				if id != secCode {
+					continue
+				}
+				br := reader{b: b}
+				br.u32()
+				fr := reader{b: br.bytes(br.u32())}
+				for range fr.u32() {
+					fr.u32()
+					fr.byte()
+				}
+				fcode = fr.rest()
+			}
+			if got := len(fcode) > 0 && fcode[0] == 0x23; got != tc.entryCheck { // global.get: a check
+				t.Fatalf("entry check %v, want %v: % x", got, tc.entryCheck, fcode[:min(24, len(fcode))])
+			}
+			if tc.entryCheck {
+				return
+			}
+			// After block and loop: global.get fuel; i64.const cost.
+			cr := reader{b: fcode, off: 4}
+			if cr.byte() != 0x23 {
+				t.Fatalf("no check after the loop: % x", fcode[:min(24, len(fcode))])
+			}
+			cr.u32()
+			if cr.byte() != 0x42 {
+				t.Fatalf("no cost after the fuel's global.get: % x", fcode[:min(24, len(fcode))])
+			}
+			whole := len(tc.code) + 1 // and the function's end
+			if got, want := cr.leb(10), appendS32(nil, int32(1+whole/meterBytesPerUnit)); !bytes.Equal(got, want) {
+				t.Errorf("the loop's check charges % x, want % x (the whole function)", got, want)
+			}
+		})
+	}
 }

@@ -277,12 +277,16 @@ func (s *scorer) hostLog(_ context.Context, m api.Module, ptr, n uint32) {
 }
 
 // tick is a metered guest's import, called when its fuel runs out: it ends
-// the call once the call's context is done or the scorer is closing. A
+// the call once its deadline (callContext) has passed, its context is done
+// or the scorer is closing. A
 // panic is how a host function aborts a guest call in wazero; the call
 // returns it as an error, which classify names from the contexts.
 func (s *scorer) tick(ctx context.Context, _ []uint64) {
 	if ctx.Err() != nil {
 		panic(fmt.Errorf("guest stopped: %w", context.Cause(ctx)))
+	}
+	if d, ok := ctx.Value(deadlineKey{}).(time.Time); ok && !time.Now().Before(d) {
+		panic(fmt.Errorf("guest stopped: %w", context.DeadlineExceeded))
 	}
 	if s.isClosed() {
 		panic(errors.New("guest stopped: scorer closed"))
