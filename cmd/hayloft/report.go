@@ -34,6 +34,9 @@ type journalFlags struct {
 	// (journal.LoadIndex), for commands that read them from the journal
 	// as they need them, or not at all.
 	index bool
+	// scoreDetails: with index, keep the scores' details up to this many
+	// bytes per eval (journal.LoadIndexDetails).
+	scoreDetails int
 }
 
 func (j *journalFlags) register(fs *flag.FlagSet, withRun bool) {
@@ -68,6 +71,9 @@ func (j *journalFlags) load(ctx context.Context, st *store.Store) (*journal.Run,
 		if id, err = journal.Latest(ctx, st); err != nil {
 			return nil, err
 		}
+	}
+	if j.index && j.scoreDetails > 0 {
+		return journal.LoadIndexDetails(ctx, st, id, j.evals, j.scoreDetails)
 	}
 	if j.index {
 		return journal.LoadIndex(ctx, st, id, j.evals)
@@ -123,7 +129,7 @@ func (e *cliEnv) createOutput(path string) (io.Writer, func() error, error) {
 
 func (e *cliEnv) cmdReport(ctx context.Context, args []string) error {
 	fs := e.newFlagSet("report")
-	jf := journalFlags{index: true}
+	jf := journalFlags{index: true, scoreDetails: html.ScoreDetailsBudget}
 	jf.register(fs, true)
 	out := fs.String("o", "", "write the report to this file (- for stdout)")
 	maxChars := fs.Int("max-message-chars", 0, fmt.Sprintf("keep at most this many characters of each message sent, head and tail (default %d, less for large runs)", html.DefaultMaxMessageChars))

@@ -102,12 +102,15 @@ func (s *Store) EachSamplePosition(ctx context.Context, runID, evalName string, 
 	return nil
 }
 
-// ScoreValue is one journaled score without its details.
+// ScoreValue is one journaled score.
 type ScoreValue struct {
 	SampleID string
 	Scorer   string
 	Value    float64
 	Invalid  bool
+	// Details is the score's details as journaled (a JSON object), valid
+	// until fn returns: a report that keeps them copies them.
+	Details []byte
 }
 
 // EachScoreValue calls fn for every score of one eval of a run, by scorer
@@ -119,9 +122,11 @@ func (s *Store) EachScoreValue(ctx context.Context, runID, evalName string, fn f
 	}
 	var v ScoreValue
 	return s.eachRow(ctx, fmt.Sprintf("scores of %s/%s", runID, evalName),
-		`SELECT sample_id, scorer, value, invalid FROM scores
+		`SELECT sample_id, scorer, value, invalid, details FROM scores
 		WHERE run_id = $1 AND eval_name = $2 ORDER BY scorer, sample_id`, []any{runID, evalName},
-		func(r *sql.Rows) error { return r.Scan(&v.SampleID, &v.Scorer, &v.Value, &v.Invalid) },
+		func(r *sql.Rows) error {
+			return r.Scan(&v.SampleID, &v.Scorer, &v.Value, &v.Invalid, (*sql.RawBytes)(&v.Details))
+		},
 		func() error { return fn(&v) })
 }
 

@@ -290,6 +290,7 @@ type blockBuilder struct {
 	zw       *gzip.Writer
 	arena    []byte   // the segment's details, one after another
 	spans    [][2]int // each sample's detail in arena; {0, 0}: none
+	scores   []store.RawScore
 }
 
 // build reads one block's samples from the journal and returns the block:
@@ -342,10 +343,23 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 			maps.Copy(segAttempts, at)
 		}
 		if len(pos) > 0 {
-			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, sg.ev.Scorers, func(a *store.RawSampleAnswer) error {
+			// Scores come with the index when it holds their details, else
+			// with the samples.
+			scorers := sg.ev.Scorers
+			if sg.ev.ScoreDetails {
+				scorers = nil
+			}
+			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, scorers, func(a *store.RawSampleAnswer) error {
 				i, ok := pos[a.ID]
 				if !ok {
 					return nil // journaled after the index was read (a live run)
+				}
+				if scorers == nil {
+					bb.scores = bb.scores[:0]
+					for _, sc := range samples[i].Scores {
+						bb.scores = append(bb.scores, store.RawScore{Has: sc.Has, Value: sc.Value, Invalid: sc.Invalid, Details: sc.Details})
+					}
+					a.Scores = bb.scores
 				}
 				start := len(bb.arena)
 				var err error

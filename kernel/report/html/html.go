@@ -71,12 +71,17 @@ const (
 	// it keeps of each.
 	PageBudget      = 40_000_000
 	MinMessageChars = 200
+	// ScoreDetailsBudget is how many bytes of sample score details per
+	// eval a report reads with the sample index
+	// (journal.LoadIndexDetails) rather than with each block of samples.
+	ScoreDetailsBudget = 64 << 20
 )
 
 // Write draws run as a page on w. run needs no sample score details
 // (journal.LoadIndex): each block of sample details is read from st as it
 // is built, one worker per core, so memory holds the sample index, the
-// run's attempts and a few blocks, not every response.
+// run's attempts and a few blocks, not every response. An eval whose index
+// holds its score details (journal.LoadIndexDetails) has them taken from it.
 func Write(ctx context.Context, w io.Writer, st *store.Store, run *journal.Run, opts Options) error {
 	if opts.MaxMessageChars <= 0 {
 		opts.MaxMessageChars = DefaultMaxMessageChars
