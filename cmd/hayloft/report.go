@@ -37,6 +37,9 @@ type journalFlags struct {
 	// scoreDetails: with index, keep the scores' details up to this many
 	// bytes per eval (journal.LoadIndexDetails).
 	scoreDetails int
+	// loading, when set, is told the run's ID before the run is loaded,
+	// to read what else it needs meanwhile.
+	loading func(ctx context.Context, st *store.Store, runID string)
 }
 
 func (j *journalFlags) register(fs *flag.FlagSet, withRun bool) {
@@ -71,6 +74,9 @@ func (j *journalFlags) load(ctx context.Context, st *store.Store) (*journal.Run,
 		if id, err = journal.Latest(ctx, st); err != nil {
 			return nil, err
 		}
+	}
+	if j.loading != nil {
+		j.loading(ctx, st, id)
 	}
 	if j.index && j.scoreDetails > 0 {
 		return journal.LoadIndexDetails(ctx, st, id, j.evals, j.scoreDetails)
@@ -146,10 +152,13 @@ func (e *cliEnv) cmdReport(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopProfile()
+	// The run's tries at its requests are read while its index loads.
+	var attempts *html.Attempts
+	jf.loading = func(ctx context.Context, st *store.Store, runID string) { attempts = html.ReadAttempts(ctx, st, runID) }
 	var runID string
 	err = e.writeRun(ctx, &jf, *out, func(w io.Writer, st *store.Store, run *journal.Run) error {
 		runID = run.ID
-		return html.Write(ctx, w, st, run, html.Options{MaxMessageChars: *maxChars})
+		return html.Write(ctx, w, st, run, html.Options{MaxMessageChars: *maxChars, Attempts: attempts})
 	})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)

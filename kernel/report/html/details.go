@@ -152,7 +152,11 @@ type segment struct {
 // gzipped) by one worker per core and written in order.
 func (p *page) details(ctx context.Context, st *store.Store) error {
 	blocks := blocksOf(p.run.Evals, p.opts.ChunkSize)
-	attempts, err := runAttempts(ctx, st, p.run)
+	pending := p.opts.Attempts
+	if pending == nil {
+		pending = ReadAttempts(ctx, st, p.run.ID)
+	}
+	attempts, err := pending.wait(ctx)
 	if err != nil {
 		return err
 	}
@@ -255,30 +259,55 @@ func blocksOf(evals []*journal.Eval, size int) [][]segment {
 	return blocks
 }
 
-// runAttempts reads the tries at the requests of the run's samples in one
-// pass over the journal's attempts, when these are mostly the run's (a
-// journal of this run and a few others): that costs a fraction of looking
-// each request up. It returns nil when the journal holds many more, and
-// the blocks look theirs up (store.RangeAttempts).
-func runAttempts(ctx context.Context, st *store.Store, run *journal.Run) (map[string][]store.AttemptRecord, error) {
-	keys := map[string]bool{}
-	for _, ev := range run.Evals {
-		for _, s := range ev.Samples {
-			keys[s.RequestKey] = true
-		}
+// Attempts are the tries at the requests of a run's samples, read from the
+// journal in the background (ReadAttempts), so that a report reads them
+// while it loads the run's index.
+type Attempts struct {
+	done  chan struct{}
+	byKey map[string][]store.AttemptRecord
+	err   error
+}
+
+// ReadAttempts starts reading the tries at run runID's requests in one pass
+// over the journal's, when these are mostly the run's (a journal of this
+// run and a few others): that costs a fraction of looking each request up.
+// When the journal holds many more, it reads none and the blocks look
+// theirs up (store.RangeAttempts).
+func ReadAttempts(ctx context.Context, st *store.Store, runID string) *Attempts {
+	a := &Attempts{done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.byKey, a.err = readAttempts(ctx, st, runID)
+	}()
+	return a
+}
+
+// wait returns the tries by request key; nil when the blocks look theirs
+// up.
+func (a *Attempts) wait(ctx context.Context) (map[string][]store.AttemptRecord, error) {
+	select {
+	case <-a.done:
+		return a.byKey, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func readAttempts(ctx context.Context, st *store.Store, runID string) (map[string][]store.AttemptRecord, error) {
+	samples, failures, err := st.RunProgress(ctx, runID)
+	if err != nil {
+		return nil, err
 	}
 	n, err := st.AttemptCount(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if n > 4*len(keys)+10_000 {
+	if n > 4*(samples+failures)+10_000 {
 		return nil, nil
 	}
-	out := make(map[string][]store.AttemptRecord, len(keys))
+	out := make(map[string][]store.AttemptRecord, samples+failures)
 	err = st.EachAttempt(ctx, func(key string, a store.AttemptRecord) error {
-		if keys[key] {
-			out[key] = append(out[key], a)
-		}
+		out[key] = append(out[key], a)
 		return nil
 	})
 	return out, err

@@ -54,6 +54,9 @@ type Options struct {
 	// Progress is the live view's token for the journal's state the page
 	// was drawn from; the page reloads when the server's changes.
 	Progress string
+	// Attempts are the run's tries at its requests, read while its index
+	// loaded (ReadAttempts); nil: Write reads them.
+	Attempts *Attempts
 	// First draws the live view's page from journal.LoadFirst: the counts
 	// from it, the run's first samples in the list, and the parts that
 	// need every sample (model identities, length × depth heatmaps,
