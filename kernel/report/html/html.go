@@ -10,6 +10,7 @@ package html
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -111,11 +112,22 @@ func Write(ctx context.Context, w io.Writer, st *store.Store, run *journal.Run, 
 	p.prefixCache(ctx, st) // prefixcache.go
 	p.browserShell()
 	if !opts.Live {
+		// The index is encoded while the blocks are built: the writer
+		// mostly waits for them.
+		var index bytes.Buffer
+		indexErr := make(chan error, 1)
+		go func() { indexErr <- WriteIndex(&index, run, opts.ChunkSize, opts.First) }()
 		if err := p.details(ctx, st); err != nil {
+			<-indexErr
 			return err
 		}
+		if err := <-indexErr; err != nil {
+			return err
+		}
+		p.index(index.Bytes())
+	} else {
+		p.index(nil)
 	}
-	p.index()
 	p.printf("<script>%s</script>\n</body></html>\n", pageJS)
 	if p.err != nil {
 		return p.err
@@ -534,10 +546,13 @@ func (p *page) browserShell() {
 }
 
 // index writes the sample index the browser filters: one entry per sample,
-// column by column, so 200,000 samples parse at once.
-func (p *page) index() {
+// column by column, so 200,000 samples parse at once. encoded is the index
+// as WriteIndex wrote it, if it was written beforehand.
+func (p *page) index(encoded []byte) {
 	p.raw(`<script type="application/json" id="hl-index">`)
-	if p.err == nil {
+	if p.err == nil && encoded != nil {
+		_, p.err = p.w.Write(encoded)
+	} else if p.err == nil {
 		p.err = WriteIndex(p.w, p.run, p.opts.ChunkSize, p.opts.First)
 	}
 	p.raw("</script>\n")
