@@ -336,7 +336,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 		for range samples {
 			bb.spans = append(bb.spans, [2]int{})
 		}
-		pos := make(map[string]int, len(samples))
+		rows := 0
 		lo, hi := "", ""
 		segAttempts := attempts
 		if segAttempts == nil {
@@ -358,28 +358,29 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				bb.spans[i] = [2]int{start, len(bb.arena)}
 				continue
 			}
-			pos[s.ID] = i
+			rows++
 			if lo == "" {
 				lo = s.ID
 			}
 			hi = s.ID
 		}
-		if len(pos) > 0 && attempts == nil {
+		if rows > 0 && attempts == nil {
 			at, err := st.RangeAttempts(ctx, runID, sg.ev.Name, lo, hi)
 			if err != nil {
 				return nil, err
 			}
 			maps.Copy(segAttempts, at)
 		}
-		if len(pos) > 0 {
+		if rows > 0 {
 			// Scores come with the index when it holds their details, else
 			// with the samples.
 			scorers := sg.ev.Scorers
 			if sg.ev.ScoreDetails {
 				scorers = nil
 			}
+			find := sampleFinder(samples)
 			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, scorers, func(a *store.RawSampleAnswer) error {
-				i, ok := pos[a.ID]
+				i, ok := find(a.ID)
 				if !ok {
 					return nil // journaled after the index was read (a live run)
 				}
@@ -430,6 +431,33 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 	out := make([]byte, base64.StdEncoding.EncodedLen(bb.gz.Len()))
 	base64.StdEncoding.Encode(out, bb.gz.Bytes())
 	return out, nil
+}
+
+// sampleFinder returns where a sample row of samples (the index's, in key
+// order) is by its ID, following the rows as the journal gives them, in
+// the same order; an ID out of that order (a database whose collation is
+// not bytewise) is looked up.
+func sampleFinder(samples []*journal.Sample) func(id string) (int, bool) {
+	cursor := 0
+	var pos map[string]int
+	return func(id string) (int, bool) {
+		for cursor < len(samples) && (samples[cursor].Lone || samples[cursor].ID < id) {
+			cursor++
+		}
+		if cursor < len(samples) && samples[cursor].ID == id {
+			return cursor, true
+		}
+		if pos == nil {
+			pos = make(map[string]int, len(samples))
+			for i, s := range samples {
+				if !s.Lone {
+					pos[s.ID] = i
+				}
+			}
+		}
+		i, ok := pos[id]
+		return i, ok
+	}
 }
 
 // appendDetail appends the JSON of MakeDetail(…, maxChars) for a sample
