@@ -303,7 +303,9 @@ func (s *Store) AttemptCount(ctx context.Context) (int, error) {
 
 // EachAttempt calls fn for every try the journal holds, of every run,
 // oldest first: one pass over the table in its own order, which costs less
-// than looking each request's tries up when most of them are wanted.
+// than looking each request's tries up when most of them are wanted. The
+// tries come without their time (CreatedAt is zero), which no report shows
+// and parsing 200,000 of costs a tenth of a second.
 func (s *Store) EachAttempt(ctx context.Context, fn func(key string, a AttemptRecord) error) error {
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("attempts: %w", err)
@@ -312,20 +314,15 @@ func (s *Store) EachAttempt(ctx context.Context, fn func(key string, a AttemptRe
 		key       string
 		a         AttemptRecord
 		latencyMS float64
-		created   string
 	)
 	return s.eachRow(ctx, "attempts",
-		`SELECT request_key, attempt, status, latency_ms, error, created_at FROM attempts ORDER BY id`, nil,
+		`SELECT request_key, attempt, status, latency_ms, error FROM attempts ORDER BY id`, nil,
 		func(r *sql.Rows) error {
 			a = AttemptRecord{}
-			return r.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error, &created)
+			return r.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error)
 		},
 		func() error {
 			a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
-			var err error
-			if a.CreatedAt, err = parseTime(created); err != nil {
-				return fmt.Errorf("attempts: request %s: created_at: %w", key, err)
-			}
 			return fn(key, a)
 		})
 }
