@@ -463,6 +463,24 @@ func newSample(ev *Eval, p *store.SamplePosition) *Sample {
 // (store.EvalIdentity's choice, found here by looking up the samples
 // already loaded in that order: the first is nearly always answered).
 func loadIdentity(ctx context.Context, st *store.Store, ev *Eval) error {
+	// The first in stream order nearly always answered: look it up before
+	// ordering them all.
+	var first *Sample
+	for _, s := range ev.Samples {
+		if !s.Lone && s.RequestKey != "" && (first == nil || s.Seq < first.Seq) {
+			first = s
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if id, ok, err := st.ResponseIdentity(ctx, first.RequestKey); err != nil || ok {
+		if err != nil {
+			return fmt.Errorf("eval %s: %w", ev.Name, err)
+		}
+		ev.Identity = &id
+		return nil
+	}
 	var order []*Sample
 	for _, s := range ev.Samples {
 		if !s.Lone && s.RequestKey != "" {
