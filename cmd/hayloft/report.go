@@ -34,6 +34,12 @@ type journalFlags struct {
 	// (journal.LoadIndex), for commands that read them from the journal
 	// as they need them, or not at all.
 	index bool
+	// scoreDetails: with index, keep the scores' details up to this many
+	// bytes per eval (journal.LoadIndexDetails).
+	scoreDetails int
+	// loading, when set, is told the run's ID before the run is loaded,
+	// to read what else it needs meanwhile.
+	loading func(ctx context.Context, st *store.Store, runID string)
 }
 
 func (j *journalFlags) register(fs *flag.FlagSet, withRun bool) {
@@ -68,6 +74,12 @@ func (j *journalFlags) load(ctx context.Context, st *store.Store) (*journal.Run,
 		if id, err = journal.Latest(ctx, st); err != nil {
 			return nil, err
 		}
+	}
+	if j.loading != nil {
+		j.loading(ctx, st, id)
+	}
+	if j.index && j.scoreDetails > 0 {
+		return journal.LoadIndexDetails(ctx, st, id, j.evals, j.scoreDetails)
 	}
 	if j.index {
 		return journal.LoadIndex(ctx, st, id, j.evals)
@@ -123,7 +135,7 @@ func (e *cliEnv) createOutput(path string) (io.Writer, func() error, error) {
 
 func (e *cliEnv) cmdReport(ctx context.Context, args []string) error {
 	fs := e.newFlagSet("report")
-	jf := journalFlags{index: true}
+	jf := journalFlags{index: true, scoreDetails: html.ScoreDetailsBudget}
 	jf.register(fs, true)
 	out := fs.String("o", "", "write the report to this file (- for stdout)")
 	maxChars := fs.Int("max-message-chars", 0, fmt.Sprintf("keep at most this many characters of each message sent, head and tail (default %d, less for large runs)", html.DefaultMaxMessageChars))
@@ -140,10 +152,13 @@ func (e *cliEnv) cmdReport(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopProfile()
+	// The run's tries at its requests are read while its index loads.
+	var attempts *html.Attempts
+	jf.loading = func(ctx context.Context, st *store.Store, runID string) { attempts = html.ReadAttempts(ctx, st, runID) }
 	var runID string
 	err = e.writeRun(ctx, &jf, *out, func(w io.Writer, st *store.Store, run *journal.Run) error {
 		runID = run.ID
-		return html.Write(ctx, w, st, run, html.Options{MaxMessageChars: *maxChars})
+		return html.Write(ctx, w, st, run, html.Options{MaxMessageChars: *maxChars, Attempts: attempts})
 	})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)

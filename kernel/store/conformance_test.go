@@ -482,6 +482,15 @@ func conformReport(t *testing.T, where string) {
 	if err != nil || invalid != 1 {
 		t.Errorf("scores: %d invalid, %v", invalid, err)
 	}
+	// The report's index reads the values with their details.
+	var values []string
+	err = s.EachScoreValue(ctx, run, "e", func(v *ScoreValue) error {
+		values = append(values, fmt.Sprintf("%s=%g/%t%s", v.SampleID, v.Value, v.Invalid, v.Details))
+		return nil
+	})
+	if want := "0=0/false{} 1=1/false{} 2=2/false{} 3=3/false{} 4=4/false{} 5=5/true{}"; err != nil || strings.Join(values, " ") != want {
+		t.Errorf("score values %q, %v; want %q", values, err, want)
+	}
 	if done, failed, err := s.RunProgress(ctx, run); err != nil || done != 6 || failed != 1 {
 		t.Errorf("run progress = %d, %d, %v", done, failed, err)
 	}

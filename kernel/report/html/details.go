@@ -152,7 +152,11 @@ type segment struct {
 // gzipped) by one worker per core and written in order.
 func (p *page) details(ctx context.Context, st *store.Store) error {
 	blocks := blocksOf(p.run.Evals, p.opts.ChunkSize)
-	attempts, err := runAttempts(ctx, st, p.run)
+	pending := p.opts.Attempts
+	if pending == nil {
+		pending = ReadAttempts(ctx, st, p.run.ID)
+	}
+	attempts, err := pending.wait(ctx)
 	if err != nil {
 		return err
 	}
@@ -255,30 +259,55 @@ func blocksOf(evals []*journal.Eval, size int) [][]segment {
 	return blocks
 }
 
-// runAttempts reads the tries at the requests of the run's samples in one
-// pass over the journal's attempts, when these are mostly the run's (a
-// journal of this run and a few others): that costs a fraction of looking
-// each request up. It returns nil when the journal holds many more, and
-// the blocks look theirs up (store.RangeAttempts).
-func runAttempts(ctx context.Context, st *store.Store, run *journal.Run) (map[string][]store.AttemptRecord, error) {
-	keys := map[string]bool{}
-	for _, ev := range run.Evals {
-		for _, s := range ev.Samples {
-			keys[s.RequestKey] = true
-		}
+// Attempts are the tries at the requests of a run's samples, read from the
+// journal in the background (ReadAttempts), so that a report reads them
+// while it loads the run's index.
+type Attempts struct {
+	done  chan struct{}
+	byKey map[string][]store.AttemptRecord
+	err   error
+}
+
+// ReadAttempts starts reading the tries at run runID's requests in one pass
+// over the journal's, when these are mostly the run's (a journal of this
+// run and a few others): that costs a fraction of looking each request up.
+// When the journal holds many more, it reads none and the blocks look
+// theirs up (store.RangeAttempts).
+func ReadAttempts(ctx context.Context, st *store.Store, runID string) *Attempts {
+	a := &Attempts{done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.byKey, a.err = readAttempts(ctx, st, runID)
+	}()
+	return a
+}
+
+// wait returns the tries by request key; nil when the blocks look theirs
+// up.
+func (a *Attempts) wait(ctx context.Context) (map[string][]store.AttemptRecord, error) {
+	select {
+	case <-a.done:
+		return a.byKey, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func readAttempts(ctx context.Context, st *store.Store, runID string) (map[string][]store.AttemptRecord, error) {
+	samples, failures, err := st.RunProgress(ctx, runID)
+	if err != nil {
+		return nil, err
 	}
 	n, err := st.AttemptCount(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if n > 4*len(keys)+10_000 {
+	if n > 4*(samples+failures)+10_000 {
 		return nil, nil
 	}
-	out := make(map[string][]store.AttemptRecord, len(keys))
+	out := make(map[string][]store.AttemptRecord, samples+failures)
 	err = st.EachAttempt(ctx, func(key string, a store.AttemptRecord) error {
-		if keys[key] {
-			out[key] = append(out[key], a)
-		}
+		out[key] = append(out[key], a)
 		return nil
 	})
 	return out, err
@@ -290,6 +319,7 @@ type blockBuilder struct {
 	zw       *gzip.Writer
 	arena    []byte   // the segment's details, one after another
 	spans    [][2]int // each sample's detail in arena; {0, 0}: none
+	scores   []store.RawScore
 }
 
 // build reads one block's samples from the journal and returns the block:
@@ -306,7 +336,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 		for range samples {
 			bb.spans = append(bb.spans, [2]int{})
 		}
-		pos := make(map[string]int, len(samples))
+		rows := 0
 		lo, hi := "", ""
 		segAttempts := attempts
 		if segAttempts == nil {
@@ -328,24 +358,38 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				bb.spans[i] = [2]int{start, len(bb.arena)}
 				continue
 			}
-			pos[s.ID] = i
+			rows++
 			if lo == "" {
 				lo = s.ID
 			}
 			hi = s.ID
 		}
-		if len(pos) > 0 && attempts == nil {
+		if rows > 0 && attempts == nil {
 			at, err := st.RangeAttempts(ctx, runID, sg.ev.Name, lo, hi)
 			if err != nil {
 				return nil, err
 			}
 			maps.Copy(segAttempts, at)
 		}
-		if len(pos) > 0 {
-			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, sg.ev.Scorers, func(a *store.RawSampleAnswer) error {
-				i, ok := pos[a.ID]
+		if rows > 0 {
+			// Scores come with the index when it holds their details, else
+			// with the samples.
+			scorers := sg.ev.Scorers
+			if sg.ev.ScoreDetails {
+				scorers = nil
+			}
+			find := sampleFinder(samples)
+			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, scorers, func(a *store.RawSampleAnswer) error {
+				i, ok := find(a.ID)
 				if !ok {
 					return nil // journaled after the index was read (a live run)
+				}
+				if scorers == nil {
+					bb.scores = bb.scores[:0]
+					for _, sc := range samples[i].Scores {
+						bb.scores = append(bb.scores, store.RawScore{Has: sc.Has, Value: sc.Value, Invalid: sc.Invalid, Details: sc.Details})
+					}
+					a.Scores = bb.scores
 				}
 				start := len(bb.arena)
 				var err error
@@ -387,6 +431,33 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 	out := make([]byte, base64.StdEncoding.EncodedLen(bb.gz.Len()))
 	base64.StdEncoding.Encode(out, bb.gz.Bytes())
 	return out, nil
+}
+
+// sampleFinder returns where a sample row of samples (the index's, in key
+// order) is by its ID, following the rows as the journal gives them, in
+// the same order; an ID out of that order (a database whose collation is
+// not bytewise) is looked up.
+func sampleFinder(samples []*journal.Sample) func(id string) (int, bool) {
+	cursor := 0
+	var pos map[string]int
+	return func(id string) (int, bool) {
+		for cursor < len(samples) && (samples[cursor].Lone || samples[cursor].ID < id) {
+			cursor++
+		}
+		if cursor < len(samples) && samples[cursor].ID == id {
+			return cursor, true
+		}
+		if pos == nil {
+			pos = make(map[string]int, len(samples))
+			for i, s := range samples {
+				if !s.Lone {
+					pos[s.ID] = i
+				}
+			}
+		}
+		i, ok := pos[id]
+		return i, ok
+	}
 }
 
 // appendDetail appends the JSON of MakeDetail(…, maxChars) for a sample

@@ -10,6 +10,7 @@ package html
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -54,6 +55,9 @@ type Options struct {
 	// Progress is the live view's token for the journal's state the page
 	// was drawn from; the page reloads when the server's changes.
 	Progress string
+	// Attempts are the run's tries at its requests, read while its index
+	// loaded (ReadAttempts); nil: Write reads them.
+	Attempts *Attempts
 	// First draws the live view's page from journal.LoadFirst: the counts
 	// from it, the run's first samples in the list, and the parts that
 	// need every sample (model identities, length × depth heatmaps,
@@ -71,12 +75,17 @@ const (
 	// it keeps of each.
 	PageBudget      = 40_000_000
 	MinMessageChars = 200
+	// ScoreDetailsBudget is how many bytes of sample score details per
+	// eval a report reads with the sample index
+	// (journal.LoadIndexDetails) rather than with each block of samples.
+	ScoreDetailsBudget = 64 << 20
 )
 
 // Write draws run as a page on w. run needs no sample score details
 // (journal.LoadIndex): each block of sample details is read from st as it
 // is built, one worker per core, so memory holds the sample index, the
-// run's attempts and a few blocks, not every response.
+// run's attempts and a few blocks, not every response. An eval whose index
+// holds its score details (journal.LoadIndexDetails) has them taken from it.
 func Write(ctx context.Context, w io.Writer, st *store.Store, run *journal.Run, opts Options) error {
 	if opts.MaxMessageChars <= 0 {
 		opts.MaxMessageChars = DefaultMaxMessageChars
@@ -103,11 +112,22 @@ func Write(ctx context.Context, w io.Writer, st *store.Store, run *journal.Run, 
 	p.prefixCache(ctx, st) // prefixcache.go
 	p.browserShell()
 	if !opts.Live {
+		// The index is encoded while the blocks are built: the writer
+		// mostly waits for them.
+		var index bytes.Buffer
+		indexErr := make(chan error, 1)
+		go func() { indexErr <- WriteIndex(&index, run, opts.ChunkSize, opts.First) }()
 		if err := p.details(ctx, st); err != nil {
+			<-indexErr
 			return err
 		}
+		if err := <-indexErr; err != nil {
+			return err
+		}
+		p.index(index.Bytes())
+	} else {
+		p.index(nil)
 	}
-	p.index()
 	p.printf("<script>%s</script>\n</body></html>\n", pageJS)
 	if p.err != nil {
 		return p.err
@@ -526,10 +546,13 @@ func (p *page) browserShell() {
 }
 
 // index writes the sample index the browser filters: one entry per sample,
-// column by column, so 200,000 samples parse at once.
-func (p *page) index() {
+// column by column, so 200,000 samples parse at once. encoded is the index
+// as WriteIndex wrote it, if it was written beforehand.
+func (p *page) index(encoded []byte) {
 	p.raw(`<script type="application/json" id="hl-index">`)
-	if p.err == nil {
+	if p.err == nil && encoded != nil {
+		_, p.err = p.w.Write(encoded)
+	} else if p.err == nil {
 		p.err = WriteIndex(p.w, p.run, p.opts.ChunkSize, p.opts.First)
 	}
 	p.raw("</script>\n")

@@ -197,13 +197,44 @@ func chunks(t *testing.T, page string) string {
 // the view's detail through encoding/json.
 func TestReportBlocksMatchDetails(t *testing.T) {
 	// The blocks find attempts in one pass over the journal's, or, when it
-	// holds many more than the run's, by looking each block's up.
+	// holds many more than the run's, by looking each block's up; they take
+	// the scores' details from the index when it holds them, else read
+	// them with the samples.
+	type loader struct {
+		name    string
+		load    func(ctx context.Context, st *store.Store, id string) (*journal.Run, error)
+		details bool // the index holds the score details
+	}
+	loaders := []loader{
+		{"index", func(ctx context.Context, st *store.Store, id string) (*journal.Run, error) {
+			return journal.LoadIndex(ctx, st, id, nil)
+		}, false},
+		{"index with details", func(ctx context.Context, st *store.Store, id string) (*journal.Run, error) {
+			return journal.LoadIndexDetails(ctx, st, id, nil, html.ScoreDetailsBudget)
+		}, true},
+		{"index over its details budget", func(ctx context.Context, st *store.Store, id string) (*journal.Run, error) {
+			return journal.LoadIndexDetails(ctx, st, id, nil, 100)
+		}, false},
+		{"whole run", func(ctx context.Context, st *store.Store, id string) (*journal.Run, error) {
+			return journal.Load(ctx, st, id, nil)
+		}, true},
+	}
 	for _, other := range []int{0, 20_000} {
-		t.Run(fmt.Sprintf("%d other tries", other), func(t *testing.T) { testBlocksMatchDetails(t, other) })
+		for _, l := range loaders {
+			t.Run(fmt.Sprintf("%d other tries, %s", other, l.name), func(t *testing.T) {
+				testBlocksMatchDetails(t, other, func(ctx context.Context, st *store.Store, id string) (*journal.Run, error) {
+					run, err := l.load(ctx, st, id)
+					if err == nil && run.Evals[0].ScoreDetails != l.details {
+						t.Errorf("index holds score details: %v, want %v", run.Evals[0].ScoreDetails, l.details)
+					}
+					return run, err
+				})
+			})
+		}
 	}
 }
 
-func testBlocksMatchDetails(t *testing.T, otherTries int) {
+func testBlocksMatchDetails(t *testing.T, otherTries int, load func(context.Context, *store.Store, string) (*journal.Run, error)) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "hayloft.db"))
 	if err != nil {
@@ -237,7 +268,7 @@ func testBlocksMatchDetails(t *testing.T, otherTries int) {
 			t.Fatal(err)
 		}
 	}
-	run, err := journal.LoadIndex(ctx, st, id, nil)
+	run, err := load(ctx, st, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type Eval struct {
 	Lengths  []int                // distinct grid lengths, ascending (empty: none)
 	Depths   []float64            // distinct grid depths, ascending (empty: none)
 	Failed   int
+	// ScoreDetails: every sample score holds its details (Load, or
+	// LoadIndexDetails within its budget).
+	ScoreDetails bool
 }
 
 // Label names the eval row's model and retriever, as the {model} slot of
@@ -102,25 +105,34 @@ type Score struct {
 	Has     bool
 	Value   float64
 	Invalid bool
-	Details json.RawMessage // nil when loaded by LoadIndex
+	Details json.RawMessage // nil unless the eval's ScoreDetails
 }
 
 // Load reads run runID; evalNames, when given, keeps only the evals whose
 // base name or journal name is listed. Each sample score keeps its details
 // (what export writes); LoadIndex leaves them in the journal.
 func Load(ctx context.Context, st *store.Store, runID string, evalNames []string) (*Run, error) {
-	return load(ctx, st, runID, evalNames, true)
+	return load(ctx, st, runID, evalNames, true, 0)
 }
 
 // LoadIndex is Load without the sample scores' details: what the HTML
 // report and the live view keep in memory for a run of any size (they read
 // the details of the samples they draw from the journal).
 func LoadIndex(ctx context.Context, st *store.Store, runID string, evalNames []string) (*Run, error) {
-	return load(ctx, st, runID, evalNames, false)
+	return load(ctx, st, runID, evalNames, false, 0)
 }
 
-func load(ctx context.Context, st *store.Store, runID string, evalNames []string, details bool) (*Run, error) {
-	return loadWith(ctx, st, runID, evalNames, func(ev *Eval) error { return loadEval(ctx, st, runID, ev, details) })
+// LoadIndexDetails is LoadIndex keeping each eval's sample score details
+// while they take at most budget bytes (a few bytes a score, usually): the
+// HTML report then reads them with the index, in the pass that reads the
+// score values anyway, rather than again with each block of samples. An
+// eval whose details take more keeps none (Eval.ScoreDetails false).
+func LoadIndexDetails(ctx context.Context, st *store.Store, runID string, evalNames []string, budget int) (*Run, error) {
+	return load(ctx, st, runID, evalNames, false, budget)
+}
+
+func load(ctx context.Context, st *store.Store, runID string, evalNames []string, details bool, budget int) (*Run, error) {
+	return loadWith(ctx, st, runID, evalNames, func(ev *Eval) error { return loadEval(ctx, st, runID, ev, details, budget) })
 }
 
 // loadWith reads run runID's evals (those of evalNames when given), each
@@ -186,7 +198,7 @@ func baseName(ei store.EvalInfo) string {
 	return ei.Name
 }
 
-func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, details bool) error {
+func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, details bool, budget int) error {
 	lengths, depths := map[int]bool{}, map[float64]bool{}
 	// Sample rows come in ID order, then the lone failures.
 	rowsEnd := 0
@@ -195,11 +207,25 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 	var values []store.ScoreValue
 	var valuesErr error
 	done := make(chan struct{})
+	ev.ScoreDetails = details || budget > 0
 	if !details {
 		go func() {
 			defer close(done)
+			var kept scoreDetails
 			valuesErr = st.EachScoreValue(ctx, runID, ev.Name, func(r *store.ScoreValue) error {
-				values = append(values, *r)
+				v := *r
+				v.Details = nil
+				if ev.ScoreDetails && len(r.Details) > 2 {
+					if v.Details = kept.keep(r.Details, budget); v.Details == nil {
+						// Over budget: the blocks read them.
+						ev.ScoreDetails = false
+						kept = scoreDetails{}
+						for i := range values {
+							values[i].Details = nil
+						}
+					}
+				}
+				values = append(values, v)
 				return nil
 			})
 		}()
@@ -286,7 +312,7 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 				continue
 			}
 			if s := find(r.Scorer, r.SampleID); s != nil {
-				s.Scores[i] = Score{Has: true, Value: r.Value, Invalid: r.Invalid}
+				s.Scores[i] = Score{Has: true, Value: r.Value, Invalid: r.Invalid, Details: r.Details}
 			}
 		}
 	}
@@ -306,6 +332,28 @@ func loadEval(ctx context.Context, st *store.Store, runID string, ev *Eval, deta
 		ev.Metrics = recompute(ev)
 	}
 	return nil
+}
+
+// scoreDetails holds copies of score details in a few large chunks rather
+// than one allocation each.
+type scoreDetails struct {
+	chunk []byte
+	total int
+}
+
+// keep returns a copy of d, or nil when the copies would take more than
+// budget bytes in all.
+func (k *scoreDetails) keep(d []byte, budget int) []byte {
+	if k.total+len(d) > budget {
+		return nil
+	}
+	k.total += len(d)
+	if cap(k.chunk)-len(k.chunk) < len(d) {
+		k.chunk = make([]byte, 0, max(len(d), 1<<20))
+	}
+	start := len(k.chunk)
+	k.chunk = append(k.chunk, d...)
+	return k.chunk[start:len(k.chunk):len(k.chunk)]
 }
 
 // loadMetrics sets the eval's metrics from its journaled aggregates; false
@@ -415,6 +463,24 @@ func newSample(ev *Eval, p *store.SamplePosition) *Sample {
 // (store.EvalIdentity's choice, found here by looking up the samples
 // already loaded in that order: the first is nearly always answered).
 func loadIdentity(ctx context.Context, st *store.Store, ev *Eval) error {
+	// The first in stream order nearly always answered: look it up before
+	// ordering them all.
+	var first *Sample
+	for _, s := range ev.Samples {
+		if !s.Lone && s.RequestKey != "" && (first == nil || s.Seq < first.Seq) {
+			first = s
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	if id, ok, err := st.ResponseIdentity(ctx, first.RequestKey); err != nil || ok {
+		if err != nil {
+			return fmt.Errorf("eval %s: %w", ev.Name, err)
+		}
+		ev.Identity = &id
+		return nil
+	}
 	var order []*Sample
 	for _, s := range ev.Samples {
 		if !s.Lone && s.RequestKey != "" {
