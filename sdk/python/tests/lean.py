@@ -1,7 +1,9 @@
 """A scorer that reports whether its process has imported the protobuf
 runtime, which a scorer under `hayloft score` (Configure, ScoreBatch,
-Close) does not need."""
+Close) does not need, and whether the garbage collector (off while a
+packed plugin starts) is on again."""
 
+import gc
 import sys
 
 from hayloft_plugin import Plugin, Score
@@ -12,6 +14,6 @@ plugin = Plugin("lean", "1.0")
 @plugin.scorer("modules")
 def modules():
     def score(sample, prediction):
-        return Score(value=1.0, details={"google.protobuf": "google.protobuf" in sys.modules})
+        return Score(value=1.0, details={"google.protobuf": "google.protobuf" in sys.modules, "gc": gc.isenabled()})
 
     return score

@@ -50,8 +50,10 @@ class ConfigureTest(unittest.TestCase):
                 self.assertEqual(getattr(got, f), getattr(want, f), f)
 
     def test_response_as_protobuf_reads_it(self):
+        # features (5) stays empty: this SDK serves none of the protocol's
+        # later features (calls.score_batch: its ScoreBatch is the unary RPC).
         self.assertEqual({f.name: f.number for f in pb.ConfigureResponse.DESCRIPTOR.fields},
-                         {"plugin_name": 1, "plugin_version": 2, "protocol": 3, "capabilities": 4})
+                         {"plugin_name": 1, "plugin_version": 2, "protocol": 3, "capabilities": 4, "features": 5})
         got = pb.ConfigureResponse.FromString(_serve.configure_response("acme", "1.0", "hayloft.plugin.v1", ["closer", "aggregator"]))
         self.assertEqual((got.plugin_name, got.plugin_version, got.protocol, list(got.capabilities)),
                          ("acme", "1.0", "hayloft.plugin.v1", ["closer", "aggregator"]))
@@ -83,7 +85,7 @@ class LeanTest(unittest.TestCase):
                 self.assertEqual((resp.plugin_name, resp.plugin_version), ("lean", "1.0"))
                 out = pb.ScoreBatchResponse.FromString(call("Scorer/ScoreBatch", pb.ScoreBatchRequest(
                     requests=[pb.ScoreRequest(sample=pb.Sample(id="a"), prediction="p")])))
-                self.assertEqual(json.loads(out.results[0].response.details_json), {"google.protobuf": False})
+                self.assertEqual(json.loads(out.results[0].response.details_json), {"google.protobuf": False, "gc": True})
                 self.assertEqual(call("Lifecycle/Close", pb.CloseRequest()), b"")
                 # A malformed Configure is an error, not a crash.
                 with self.assertRaises(grpc.RpcError) as cm:
