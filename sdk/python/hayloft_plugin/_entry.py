@@ -5,7 +5,6 @@ one line naming the plugin and the cause."""
 
 from __future__ import annotations
 
-import gc
 import importlib
 import importlib.util
 import os
@@ -50,8 +49,6 @@ def run(target: str, argv: Optional[List[str]] = None) -> None:
 
     if not isinstance(plugin, Plugin):
         fail(f"{module}: {attr} is {type(plugin).__name__}, not a hayloft_plugin.Plugin")
-    if args[:1] != ["start"]:
-        gc.enable()  # off while a packed plugin starts (see _pack); serve turns it on
     plugin.main(args)
 
 

@@ -116,11 +116,7 @@ def pack(target: str, output: str, python: str = DEFAULT_PYTHON, path: Optional[
                  "    # What the module described at pack time: no import needed.\n"
                  f"    sys.stdout.write({described!r} + \"\\n\")\n"
                  "    sys.exit(0)\n")
-    # The collector is off while the SDK, the module and grpc are imported
-    # (their objects live as long as the process: the collections found
-    # next to nothing and cost a few milliseconds of start-up) and back on
-    # before the plugin serves (_serve.serve; _entry.run for the rest).
-    main += f"import gc\n\ngc.disable()\nfrom hayloft_plugin._entry import run\n\nrun({target!r})\n"
+    main += f"from hayloft_plugin._entry import run\n\nrun({target!r})\n"
     names = {}
     for full, arc in entries:
         if arc in names and names[arc] != full:

@@ -10,7 +10,6 @@ services themselves with the multiplexed Calls stream and SampleBatches.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import queue
@@ -119,8 +118,6 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
     try:
         server.add_insecure_port("unix:" + path)
         server.start()
-        # Off while a packed plugin imports (see _pack): on before it serves.
-        gc.enable()
         _stdio.write_stdout(f"{CORE_PROTOCOL_VERSION}|{APP_PROTOCOL_VERSION}|unix|{path}|grpc|\n".encode())
         log.debug("plugin address", extra={"network": "unix", "address": path})
         done.wait()

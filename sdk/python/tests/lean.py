@@ -1,9 +1,7 @@
 """A scorer that reports whether its process has imported the protobuf
 runtime, which a scorer under `hayloft score` (Configure, ScoreBatch,
-Close) does not need, and whether the garbage collector (off while a
-packed plugin starts) is on again."""
+Close) does not need."""
 
-import gc
 import sys
 
 from hayloft_plugin import Plugin, Score
@@ -14,6 +12,6 @@ plugin = Plugin("lean", "1.0")
 @plugin.scorer("modules")
 def modules():
     def score(sample, prediction):
-        return Score(value=1.0, details={"google.protobuf": "google.protobuf" in sys.modules, "gc": gc.isenabled()})
+        return Score(value=1.0, details={"google.protobuf": "google.protobuf" in sys.modules})
 
     return score

@@ -85,7 +85,7 @@ class LeanTest(unittest.TestCase):
                 self.assertEqual((resp.plugin_name, resp.plugin_version), ("lean", "1.0"))
                 out = pb.ScoreBatchResponse.FromString(call("Scorer/ScoreBatch", pb.ScoreBatchRequest(
                     requests=[pb.ScoreRequest(sample=pb.Sample(id="a"), prediction="p")])))
-                self.assertEqual(json.loads(out.results[0].response.details_json), {"google.protobuf": False, "gc": True})
+                self.assertEqual(json.loads(out.results[0].response.details_json), {"google.protobuf": False})
                 self.assertEqual(call("Lifecycle/Close", pb.CloseRequest()), b"")
                 # A malformed Configure is an error, not a crash.
                 with self.assertRaises(grpc.RpcError) as cm:
