@@ -772,7 +772,16 @@ class _Calls:
             calls = inbox.take()
             if not calls:
                 return
-            for replies in _split([runner.run_raw(cid, deadline, batch, call) for cid, deadline, _, batch, call in calls]):
+            done: List[bytes] = []
+            for cid, deadline, _, batch, call in calls:
+                done.append(runner.run_raw(cid, deadline, batch, call))
+                if batch is not None:
+                    # A batch's reply goes out at once: the host writes
+                    # its lines while the next batch is scored.
+                    for replies in _split(done):
+                        yield _batch.reply_batch(replies)
+                    done = []
+            for replies in _split(done):
                 yield _batch.reply_batch(replies)
 
     def Stream(self, request_iterator: Iterator[bytes], ctx: Any) -> Iterator[bytes]:
