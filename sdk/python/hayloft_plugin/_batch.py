@@ -371,7 +371,7 @@ def score_items(items: List[Tuple[Any, str]], call: Callable[[Any, str], Any], a
 def calls(buf: bytes) -> List[Tuple[int, int, bool, Any, bytes]]:
     """The calls of an encoded CallBatch (calls = 1), each as (id,
     deadline_unix_nano, cancel, the encoded ScoreBatchRequest of a
-    score_batch call or None, the encoded Call). Call: id = 1,
+    score_batch call or None, the encoded Call when it is not one). Call: id = 1,
     deadline_unix_nano = 2, cancel = 3, score_batch = 8; its other fields
     are left to the protobuf runtime, which parses the whole Call when it is
     not a score_batch. A malformed message raises DecodeError."""
@@ -409,7 +409,8 @@ def calls(buf: bytes) -> List[Tuple[int, int, bool, Any, bytes]]:
                     j = _skip(buf, j, wire)
             if j != e:
                 raise DecodeError("truncated call")
-            out.append((cid, deadline, cancel, batch, buf[s:e]))
+            # A score_batch call is answered from its batch alone: no copy of the whole call.
+            out.append((cid, deadline, cancel, batch, b"" if batch is not None else buf[s:e]))
     except IndexError:
         raise DecodeError("truncated message") from None
     if i != end:

@@ -61,12 +61,15 @@ class Runner:
         """Answer one encoded Call with an encoded Reply; never raises. A
         score_batch call to a scorer is answered on bytes (score_batch
         above), any other through the protobuf runtime (run)."""
-        if score_batch is None or self.comp.kind != "scorer":
+        if score_batch is None:
             try:
                 c = pb.Call.FromString(call)
             except Exception as e:  # a malformed call fails alone
                 return _batch.reply(cid, error=pb.Error(message=f"malformed call: {e}").SerializeToString())
             return self.run(c).SerializeToString()
+        if self.comp.kind != "scorer":
+            return _batch.reply(cid, error=pb.Error(kind=pb.Error.KIND_UNSUPPORTED, message=(
+                f"the configured component is a {self.comp.kind}, not for score_batch calls: unsupported")).SerializeToString())
         if deadline and time.time_ns() > deadline:
             return _batch.reply(cid, error=pb.Error(kind=pb.Error.KIND_DEADLINE, message="context deadline exceeded").SerializeToString())
         try:

@@ -72,7 +72,8 @@ class CallsTest(unittest.TestCase):
         got = _batch.calls(pb.CallBatch(calls=calls).SerializeToString())
         self.assertEqual([(cid, dl, cancel, b) for cid, dl, cancel, b, _ in got],
                          [((1 << 64) - 1, -5, False, sb.SerializeToString()), (2, 0, False, None), (3, 0, True, None)])
-        self.assertEqual([pb.Call.FromString(c) for *_, c in got], calls)
+        self.assertEqual([pb.Call.FromString(c) for *_, c in got[1:]], calls[1:])
+        self.assertEqual(got[0][4], b"", "a score_batch call is not copied whole")
         with self.assertRaises(_batch.DecodeError):
             _batch.calls(pb.CallBatch(calls=calls).SerializeToString()[:-3])
 
@@ -90,6 +91,35 @@ class CallsTest(unittest.TestCase):
         for raw in (b"\x0a\x05ab", b"\x08", b"\x0a"):
             with self.subTest(raw=raw), self.assertRaises(_batch.DecodeError):
                 _serve.ConfigureRequest.parse(raw)
+
+
+class RunRawTest(unittest.TestCase):
+    def test_score_batch_to_other_kinds_and_late(self):
+        import logging
+        import time
+
+        from hayloft_plugin import Plugin, Score
+        from hayloft_plugin._runner import Runner
+
+        class Model:
+            def generate(self, req):
+                return "x"
+
+        p = Plugin("t", "1")
+        p.model("m")(Model)
+        p.scorer("s")(lambda: (lambda smp, pred: Score(value=2.0)))
+        batch = pb.ScoreBatchRequest(requests=[pb.ScoreRequest(prediction="p")]).SerializeToString()
+        model = Runner(p.build("model", "m"), logging.getLogger("t"))
+        r = pb.Reply.FromString(model.run_raw(5, 0, batch, b""))
+        self.assertEqual((r.id, r.error.kind), (5, pb.Error.KIND_UNSUPPORTED))
+        scorer = Runner(p.build("scorer", "s"), logging.getLogger("t"))
+        r = pb.Reply.FromString(scorer.run_raw(6, time.time_ns() - 1, batch, b""))
+        self.assertEqual((r.id, r.error.kind), (6, pb.Error.KIND_DEADLINE))
+        r = pb.Reply.FromString(scorer.run_raw(7, 0, batch, b""))
+        self.assertEqual((r.id, [x.response.value for x in r.score_batch.results]), (7, [2.0]))
+        r = pb.Reply.FromString(scorer.run_raw(8, 0, b"\x0a\x05ab", b""))
+        self.assertEqual(r.id, 8)
+        self.assertIn("malformed", r.error.message)
 
 
 class LeanTest(unittest.TestCase):
