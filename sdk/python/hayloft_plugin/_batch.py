@@ -366,3 +366,67 @@ def score_items(items: List[Tuple[Any, str]], call: Callable[[Any, str], Any], a
         res = tag + _uvarint(len(body)) + body
         append(b"\x0a" + _uvarint(len(res)) + res)
     return b"".join(parts)
+
+
+def calls(buf: bytes) -> List[Tuple[int, int, bool, Any, bytes]]:
+    """The calls of an encoded CallBatch (calls = 1), each as (id,
+    deadline_unix_nano, cancel, the encoded ScoreBatchRequest of a
+    score_batch call or None, the encoded Call when it is not one). Call: id = 1,
+    deadline_unix_nano = 2, cancel = 3, score_batch = 8; its other fields
+    are left to the protobuf runtime, which parses the whole Call when it is
+    not a score_batch. A malformed message raises DecodeError."""
+    out = []
+    try:
+        i, end = 0, len(buf)
+        while i < end:
+            num, wire, i = _field(buf, i)
+            if num != 1 or wire != 2:
+                i = _skip(buf, i, wire)
+                continue
+            s, e = _len(buf, i, end)
+            i = e
+            cid = deadline = 0
+            cancel = False
+            batch = None
+            j = s
+            while j < e:
+                num, wire, j = _field(buf, j)
+                if wire == 0:
+                    v, j = _varint(buf, j)
+                    if num == 1:
+                        cid = v
+                    elif num == 2:
+                        deadline = _int64(v)
+                    elif num == 3:
+                        cancel = bool(v)
+                elif wire == 2:
+                    a, j = _len(buf, j, e)
+                    if num == 8:
+                        batch = buf[a:j]
+                    elif num in (4, 5, 6):
+                        batch = None  # the oneof's last field wins
+                else:
+                    j = _skip(buf, j, wire)
+            if j != e:
+                raise DecodeError("truncated call")
+            # A score_batch call is answered from its batch alone: no copy of the whole call.
+            out.append((cid, deadline, cancel, batch, b"" if batch is not None else buf[s:e]))
+    except IndexError:
+        raise DecodeError("truncated message") from None
+    if i != end:
+        raise DecodeError("truncated message")
+    return out
+
+
+def reply(cid: int, score_batch: Any = None, error: Any = None) -> bytes:
+    """An encoded Reply (id = 1, error = 2, score_batch = 7) answering call
+    cid with an encoded ScoreBatchResponse or an encoded Error."""
+    out = b"\x08" + _uvarint(cid)
+    if error is not None:
+        return out + b"\x12" + _uvarint(len(error)) + error
+    return out + b"\x3a" + _uvarint(len(score_batch)) + score_batch
+
+
+def reply_batch(replies: List[bytes]) -> bytes:
+    """An encoded ReplyBatch (replies = 1) of encoded Replies."""
+    return b"".join(b"\x0a" + _uvarint(len(r)) + r for r in replies)

@@ -174,7 +174,12 @@ SERVICES = {
 
 # Methods served on raw bytes, without the protobuf runtime: all a scorer
 # under `hayloft score` is asked, so its process never imports protobuf.
-RAW = {("Lifecycle", "Configure"), ("Lifecycle", "Close"), ("Scorer", "ScoreBatch")}
+RAW = {("Lifecycle", "Configure"), ("Lifecycle", "Close"), ("Scorer", "ScoreBatch"), ("Calls", "Stream")}
+
+# The protocol feature this SDK serves, reported by a scorer that scores on
+# the stream's thread: ScoreBatch calls on the Calls stream, which spare
+# both sides a gRPC call per batch.
+FEATURE_SCORE_BATCH_CALL = "calls.score_batch"
 
 
 def _parser(message: str) -> Any:
@@ -352,15 +357,18 @@ def _int(v: Any) -> int:
     return v if isinstance(v, int) else 0
 
 
-def configure_response(plugin_name: str, plugin_version: str, protocol: str, capabilities: List[str]) -> bytes:
+def configure_response(plugin_name: str, plugin_version: str, protocol: str, capabilities: List[str],
+                       features: List[str]) -> bytes:
     """An encoded ConfigureResponse (plugin_name = 1, plugin_version = 2,
-    protocol = 3, capabilities = 4)."""
+    protocol = 3, capabilities = 4, features = 5)."""
     out = b""
     for num, v in ((1, plugin_name), (2, plugin_version), (3, protocol)):
         if v:
             out += _wire._field_bytes(num, v.encode())
     for c in capabilities:
         out += _wire._field_bytes(4, c.encode())
+    for f in features:
+        out += _wire._field_bytes(5, f.encode())
     return out
 
 
@@ -414,8 +422,12 @@ class _Lifecycle:
                 elif reg.threads > 1:
                     s.threads = ThreadPoolExecutor(max_workers=reg.threads, thread_name_prefix=f"hayloft-{reg.kind}")
             s.comp, s.runner = comp, Runner(comp, s.log)
+            inline = s.threads is None and s.workers is None
         s.log.debug("configured", extra={"kind": req.kind, "name": req.name})
-        return configure_response(s.plugin.name, s.plugin.version, PROTOCOL, comp.capabilities())
+        # A scorer with threads or processes keeps ScoreBatch's unary RPC,
+        # which spreads a batch over them.
+        features = [FEATURE_SCORE_BATCH_CALL] if comp.kind == "scorer" and inline else []
+        return configure_response(s.plugin.name, s.plugin.version, PROTOCOL, comp.capabilities(), features)
 
     @staticmethod
     def _push_nowhere(_reply: Any) -> None:
@@ -583,6 +595,8 @@ class _Scorer:
         if workers is not None:
             return self._in_workers(pb.ScoreBatchRequest.FromString(raw), workers).SerializeToString()
         try:
+            if threads is None:
+                return runner.score_batch(raw)
             items = _batch.decode_score_batch(raw, _wire._decode_map)
         except (_batch.DecodeError, UnicodeDecodeError) as e:
             abort(ctx, pb.Error(message=f"ScoreBatch: malformed request: {e}"), "INVALID_ARGUMENT")
@@ -591,8 +605,6 @@ class _Scorer:
         def fail(e: BaseException) -> bytes:
             return runner.call_error("score", e).SerializeToString()
 
-        if threads is None:
-            return _batch.score_items(items, comp._call, comp.as_score, fail, encode_map)
         score = comp.score
 
         def one(item: Any) -> Any:
@@ -693,33 +705,39 @@ class _Replies:
             return batch, (not self.q and self.input_done and self.running == 0)
 
 
-def _split(replies: List[Any]) -> Iterator[List[Any]]:
-    """replies in runs of at most MAX_BATCH_BYTES (at least one each)."""
+def _split(replies: List[bytes]) -> Iterator[List[bytes]]:
+    """Encoded replies in runs of at most MAX_BATCH_BYTES (at least one
+    each)."""
     while replies:
-        n, size = 1, replies[0].ByteSize()
-        while n < len(replies) and size + replies[n].ByteSize() <= MAX_BATCH_BYTES:
-            size += replies[n].ByteSize()
+        n, size = 1, len(replies[0])
+        while n < len(replies) and size + len(replies[n]) <= MAX_BATCH_BYTES:
+            size += len(replies[n])
             n += 1
         yield replies[:n]
         replies = replies[n:]
 
 
 class _Inbox:
-    """Calls received and not yet run. A reader thread fills it while the
-    stream's thread runs what has queued: at a high rate many messages'
-    calls run and are answered together, as the host batches its side."""
+    """Calls received and not yet run, as _batch.calls gives them. A reader
+    thread fills it while the stream's thread runs what has queued: at a
+    high rate many messages' calls run and are answered together, as the
+    host batches its side."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: logging.Logger) -> None:
         self.cond = threading.Condition()
         self.calls: List[Any] = []
         self.closed = False
+        self.log = log
 
-    def fill(self, request_iterator: Iterator[Any]) -> None:
+    def fill(self, request_iterator: Iterator[bytes]) -> None:
         try:
-            for batch in request_iterator:
+            for raw in request_iterator:
+                calls = [c for c in _batch.calls(raw) if not c[2]]  # cancels: Python cannot stop a running call
                 with self.cond:
-                    self.calls.extend(c for c in batch.calls if not c.cancel)
+                    self.calls.extend(calls)
                     self.cond.notify()
+        except _batch.DecodeError as e:
+            self.log.error("malformed CallBatch from the host; the Calls stream ends", extra={"error": str(e)})
         except Exception:
             pass  # the host went away; the stream's end says so
         finally:
@@ -739,31 +757,47 @@ class _Inbox:
 class _Calls:
     """The multiplexed Calls stream: calls arrive in batches and run on the
     stream's own thread (components with threads=1), in a thread pool, or
-    in the worker processes; replies go back batched in completion order."""
+    in the worker processes; replies go back batched in completion order.
+    Served on bytes (RAW): on the stream's own thread a scorer's ScoreBatch
+    calls never meet the protobuf runtime (Runner.run_raw)."""
 
     def __init__(self, s: State):
         self.s = s
 
     @staticmethod
-    def _inline(runner: Any, request_iterator: Iterator[Any]) -> Iterator[Any]:
-        inbox = _Inbox()
+    def _inline(runner: Any, request_iterator: Iterator[bytes], log: logging.Logger) -> Iterator[bytes]:
+        inbox = _Inbox(log)
         threading.Thread(target=inbox.fill, args=(request_iterator,), name="hayloft-calls", daemon=True).start()
         while True:
             calls = inbox.take()
             if not calls:
                 return
-            for replies in _split([runner.run(c) for c in calls]):
-                yield pb.ReplyBatch(replies=replies)
+            done: List[bytes] = []
+            for cid, deadline, _, batch, call in calls:
+                done.append(runner.run_raw(cid, deadline, batch, call))
+                if batch is not None:
+                    # A batch's reply goes out at once: the host writes
+                    # its lines while the next batch is scored.
+                    for replies in _split(done):
+                        yield _batch.reply_batch(replies)
+                    done = []
+            for replies in _split(done):
+                yield _batch.reply_batch(replies)
 
-    def Stream(self, request_iterator: Iterator[Any], ctx: Any) -> Iterator[Any]:
+    def Stream(self, request_iterator: Iterator[bytes], ctx: Any) -> Iterator[bytes]:
         s = self.s
         with s.mu:
             runner, threads, workers = s.runner, s.threads, s.workers
         if runner is None:
             abort(ctx, pb.Error(message="plugin component not configured: call Configure first"), "FAILED_PRECONDITION")
         if workers is None and threads is None:
-            yield from self._inline(runner, request_iterator)
+            yield from self._inline(runner, request_iterator, s.log)
             return
+        for replies in self._pooled(runner, threads, workers, (pb.CallBatch.FromString(b) for b in request_iterator)):
+            yield pb.ReplyBatch(replies=replies).SerializeToString()
+
+    @staticmethod
+    def _pooled(runner: Any, threads: Any, workers: Any, request_iterator: Iterator[Any]) -> Iterator[List[Any]]:
         out = _Replies()
         if workers is not None:
             workers.push = out.push
@@ -791,6 +825,6 @@ class _Calls:
         while True:
             batch, finished = out.take()
             if batch:
-                yield pb.ReplyBatch(replies=batch)
+                yield batch
             if finished:
                 return

@@ -37,6 +37,8 @@ CAP_SAMPLE = "sample"
 
 @dataclass
 class Registration:
+    """One component a plugin serves, as registered."""
+
     kind: str
     name: str
     factory: Callable[..., Any]

@@ -1,4 +1,6 @@
-"""The data a component receives and returns, as plain dataclasses.
+"""The data a component receives and returns, as plain dataclasses. Each
+has a docstring: for one without, @dataclass writes one from the class's
+inspect.signature, a cost at every start-up.
 
 They mirror package sdk's types field for field; the conversion to and from
 the wire lives in _wire.py.
@@ -35,6 +37,8 @@ QUESTION_SLOT = "{{question}}"
 
 @dataclass
 class Message:
+    """One chat message (sdk.Message)."""
+
     role: str  # "system", "user" or "assistant"
     content: str
 
@@ -121,6 +125,8 @@ class GenerateRequest:
 
 @dataclass
 class Generation:
+    """A model's answer (sdk.GenerateResponse)."""
+
     text: str
     finish_reason: str = ""
     prompt_tokens: int = 0
@@ -138,6 +144,8 @@ class Tokens:
 
 @dataclass
 class Chunk:
+    """One retrieved chunk of the context (sdk.Chunk)."""
+
     id: int
     offset: int  # byte offset in the original context
     score: float
@@ -145,6 +153,9 @@ class Chunk:
 
 @dataclass
 class Retrieval:
+    """A retriever's answer: the new context and the chunks it kept
+    (sdk.RetrieveResponse)."""
+
     context: str
     chunks: List[Chunk] = field(default_factory=list)
     details: Dict[str, Any] = field(default_factory=dict)
