@@ -131,18 +131,7 @@ func BenchmarkSampleJournal4SyncOS(b *testing.B) { benchSampleJournal(b, 4, Sync
 
 func benchSampleJournal(b *testing.B, workers int, mode Sync) {
 	ctx := context.Background()
-	s, err := OpenWith(ctx, filepath.Join(b.TempDir(), "hayloft.db"), Options{Sync: mode})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "bench.hcl"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "niah", Model: "m", Scorers: []string{"contains"}}); err != nil {
-		b.Fatal(err)
-	}
+	s, run := benchStore(ctx, b, Options{Sync: mode})
 	k := mustKeyer(b, testIdentity())
 	var next atomic.Int64
 	one := func(i int64) error {
@@ -219,18 +208,7 @@ func BenchmarkFeed(b *testing.B) {
 
 func benchFeed(b *testing.B, records int) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "hayloft.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "bench.hcl"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "niah", Model: "m", Scorers: []string{"contains"}}); err != nil {
-		b.Fatal(err)
-	}
+	s, run := benchStore(ctx, b, Options{})
 	k := mustKeyer(b, testIdentity())
 	seg := &segment{name: "bench.log"}
 	items := func(from, n int) []fedItem {
@@ -282,4 +260,23 @@ func benchFeed(b *testing.B, records int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/sample")
+}
+
+// benchStore opens a journal in a temporary folder, closed when b ends,
+// with one run and one eval "e" in it.
+func benchStore(ctx context.Context, b *testing.B, opts Options) (*Store, string) {
+	b.Helper()
+	s, err := OpenWith(ctx, filepath.Join(b.TempDir(), "hayloft.db"), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "bench.hcl"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "niah", Model: "m", Scorers: []string{"contains"}}); err != nil {
+		b.Fatal(err)
+	}
+	return s, run
 }

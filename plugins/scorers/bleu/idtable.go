@@ -8,12 +8,7 @@ import "math/bits"
 // clearing: segment after segment, that is most of the cost a Go map would
 // add to n-gram counting. A slot holds its key, id and mark together, so a
 // probe reads one cache line, not one per field.
-type idTable struct {
-	slots []idSlot
-	gen   uint32
-	n     int
-	bits  uint
-}
+type idTable struct{ marked[idSlot, *idSlot] }
 
 type idSlot struct {
 	key uint64
@@ -21,21 +16,9 @@ type idSlot struct {
 	gen uint32
 }
 
-func (t *idTable) reset() {
-	t.gen++
-	t.n = 0
-	if t.gen == 0 { // wrapped: old marks could look current
-		clear(t.slots)
-		t.gen = 1
-	}
-}
-
 func (t *idTable) len() int { return t.n }
 
-func (t *idTable) slot(key uint64) uint64 {
-	// Fibonacci hashing spreads the packed (prefix, token) ids well.
-	return (key * 0x9e3779b97f4a7c15) >> (64 - t.bits)
-}
+func (s *idSlot) mark() (uint64, *uint32) { return s.key, &s.gen }
 
 // get returns the id of key, if interned since the last reset.
 func (t *idTable) get(key uint64) (uint32, bool) {
@@ -57,7 +40,7 @@ func (t *idTable) get(key uint64) (uint32, bool) {
 // intern returns the id of key, assigning the next id if it is new.
 func (t *idTable) intern(key uint64) uint32 {
 	if 2*(t.n+1) > len(t.slots) {
-		t.grow()
+		t.grow(64)
 	}
 	mask := uint64(len(t.slots) - 1)
 	for i := t.slot(key); ; i = (i + 1) & mask {
@@ -73,40 +56,13 @@ func (t *idTable) intern(key uint64) uint32 {
 	}
 }
 
-// grow doubles the table (at least 64 slots) and reinserts live entries.
-func (t *idTable) grow() {
-	old, oldGen := t.slots, t.gen
-	size := max(64, 2*len(old))
-	t.slots = make([]idSlot, size)
-	t.bits = uint(bits.TrailingZeros(uint(size)))
-	t.gen = 1
-	mask := uint64(size - 1)
-	for _, s := range old {
-		if s.gen != oldGen || t.n == 0 {
-			continue
-		}
-		for i := t.slot(s.key); ; i = (i + 1) & mask {
-			if t.slots[i].gen != t.gen {
-				s.gen = t.gen
-				t.slots[i] = s
-				break
-			}
-		}
-	}
-}
-
 // gramTable counts the n-grams of a segment's references and matches its
 // hypothesis against them, for max orders up to 4 and up to 65,534 distinct
 // tokens per segment: an n-gram's key is its token ids plus one, packed as
 // 16-bit lanes, which is exact (a k-gram's top 4-k lanes are zero, so
 // orders never collide) and needs no table per order. Slots are marked with
 // a generation like idTable's.
-type gramTable struct {
-	slots []gramSlot
-	gen   uint32
-	n     int
-	bits  uint
-}
+type gramTable struct{ marked[gramSlot, *gramSlot] }
 
 type gramSlot struct {
 	key uint64
@@ -117,23 +73,12 @@ type gramSlot struct {
 	hyp int32  // count in the hypothesis so far
 }
 
-func (t *gramTable) reset() {
-	t.gen++
-	t.n = 0
-	if t.gen == 0 {
-		clear(t.slots)
-		t.gen = 1
-	}
-}
-
-func (t *gramTable) slot(key uint64) uint64 {
-	return (key * 0x9e3779b97f4a7c15) >> (64 - t.bits)
-}
+func (s *gramSlot) mark() (uint64, *uint32) { return s.key, &s.gen }
 
 // addRef counts key once in reference ref (references come in order).
 func (t *gramTable) addRef(key uint64, ref uint32) {
 	if 2*(t.n+1) > len(t.slots) {
-		t.grow()
+		t.grow(256)
 	}
 	mask := uint64(len(t.slots) - 1)
 	for i := t.slot(key); ; i = (i + 1) & mask {
@@ -176,22 +121,55 @@ func (t *gramTable) hit(key uint64) (found, matched bool) {
 	}
 }
 
-// grow doubles the table (at least 256 slots) and reinserts live entries.
-func (t *gramTable) grow() {
+// marked is the part of idTable and gramTable that is the same: slots
+// marked with a generation, so reset is O(1) and a pooled table is reused
+// without clearing. P is the slot type's pointer, which gives a slot's key
+// and mark to grow.
+type marked[S any, P interface {
+	*S
+	mark() (key uint64, gen *uint32)
+}] struct {
+	slots []S
+	gen   uint32
+	n     int
+	bits  uint
+}
+
+func (t *marked[S, P]) reset() {
+	t.gen++
+	t.n = 0
+	if t.gen == 0 { // wrapped: old marks could look current
+		clear(t.slots)
+		t.gen = 1
+	}
+}
+
+func (t *marked[S, P]) slot(key uint64) uint64 {
+	// Fibonacci hashing spreads the packed ids well.
+	return (key * 0x9e3779b97f4a7c15) >> (64 - t.bits)
+}
+
+// grow doubles the table (at least minSize slots) and reinserts live
+// entries.
+func (t *marked[S, P]) grow(minSize int) {
 	old, oldGen := t.slots, t.gen
-	size := max(256, 2*len(old))
-	t.slots = make([]gramSlot, size)
+	size := max(minSize, 2*len(old))
+	t.slots = make([]S, size)
 	t.bits = uint(bits.TrailingZeros(uint(size)))
 	t.gen = 1
+	if t.n == 0 {
+		return
+	}
 	mask := uint64(size - 1)
-	for _, s := range old {
-		if s.gen != oldGen || t.n == 0 {
+	for j := range old {
+		key, gen := P(&old[j]).mark()
+		if *gen != oldGen {
 			continue
 		}
-		for i := t.slot(s.key); ; i = (i + 1) & mask {
-			if t.slots[i].gen != t.gen {
-				s.gen = t.gen
-				t.slots[i] = s
+		*gen = t.gen
+		for i := t.slot(key); ; i = (i + 1) & mask {
+			if _, g := P(&t.slots[i]).mark(); *g != t.gen {
+				t.slots[i] = old[j]
 				break
 			}
 		}
