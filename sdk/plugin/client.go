@@ -356,13 +356,21 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 	results := make([]ScoreResult, len(reqs))
 	p := &pb.ScoreBatchRequest{Requests: make([]*pb.ScoreRequest, 0, len(reqs))}
 	sent := make([]int, 0, len(reqs)) // index in reqs of each p.Requests entry
+	// The batch's messages come from two arrays instead of two
+	// allocations a request.
+	msgs := make([]pb.ScoreRequest, len(reqs))
+	smps := make([]pb.Sample, len(reqs))
 	for i, r := range reqs {
-		smp, err := sampleToProto(r.Sample)
-		if err != nil {
-			results[i].Err = err
-			continue
+		m := &msgs[i]
+		if r.Sample != nil {
+			if err := sampleToProtoInto(&smps[i], r.Sample); err != nil {
+				results[i].Err = err
+				continue
+			}
+			m.Sample = &smps[i]
 		}
-		p.Requests = append(p.Requests, &pb.ScoreRequest{Sample: smp, Prediction: r.Prediction, ForAggregate: r.ForAggregate})
+		m.Prediction, m.ForAggregate = r.Prediction, r.ForAggregate
+		p.Requests = append(p.Requests, m)
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
@@ -397,8 +405,9 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 	if len(resp.GetResults()) != len(sent) {
 		return nil, fmt.Errorf("plugin answered %d of %d scores in a batch", len(resp.GetResults()), len(sent))
 	}
+	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
 	for k, r := range resp.GetResults() {
-		results[sent[k]] = scoreResultFromProto(r)
+		results[sent[k]] = scoreResultInto(r, &resps[k])
 	}
 	return results, nil
 }
@@ -444,6 +453,12 @@ func (s *ScorerClient) scoreEach(ctx context.Context, reqs []*pb.ScoreRequest, s
 }
 
 func scoreResultFromProto(r *pb.ScoreResult) ScoreResult {
+	return scoreResultInto(r, &sdk.ScoreResponse{})
+}
+
+// scoreResultInto is scoreResultFromProto with the response written to
+// dst, which the result then points to (unless it is an error).
+func scoreResultInto(r *pb.ScoreResult, dst *sdk.ScoreResponse) ScoreResult {
 	if e := r.GetError(); e != nil {
 		return ScoreResult{Err: errorFromProto(e)}
 	}
@@ -451,10 +466,8 @@ func scoreResultFromProto(r *pb.ScoreResult) ScoreResult {
 	if p == nil {
 		return ScoreResult{Err: errNoResponse}
 	}
-	return ScoreResult{
-		Response:    &sdk.ScoreResponse{Value: p.GetValue(), Invalid: p.GetInvalid(), Stats: p.GetStats()},
-		DetailsJSON: p.GetDetailsJson(),
-	}
+	*dst = sdk.ScoreResponse{Value: p.GetValue(), Invalid: p.GetInvalid(), Stats: p.GetStats()}
+	return ScoreResult{Response: dst, DetailsJSON: p.GetDetailsJson()}
 }
 
 // AggregateResults is Aggregate over ScoreBatch's results, their details

@@ -73,26 +73,43 @@ func sampleToProto(s *sdk.Sample) (*pb.Sample, error) {
 	if s == nil {
 		return nil, nil
 	}
-	md, err := encodeMap("sample "+s.ID+" metadata", s.Metadata)
-	if err != nil {
+	p := &pb.Sample{}
+	if err := sampleToProtoInto(p, s); err != nil {
 		return nil, err
 	}
-	return &pb.Sample{
-		Id:           s.ID,
-		Context:      s.Context,
-		Question:     s.Question,
-		Messages:     messagesToProto(s.Messages),
-		Choices:      s.Choices,
-		Targets:      s.Targets,
-		Length:       &pb.Length{Tokens: int64(s.Length.Tokens), Tokenizer: s.Length.Tokenizer},
-		Depth:        s.Depth,
-		Language:     s.Language,
-		Subtask:      s.Subtask,
-		MaxNewTokens: int64(s.MaxNewTokens),
-		Window:       int64(s.Window),
-		MetadataJson: md,
-		Grid:         gridToProto(s.Grid),
-	}, nil
+	return p, nil
+}
+
+// sampleToProtoInto is sampleToProto into a message the caller allocated
+// (a batch's requests share one array of them).
+func sampleToProtoInto(p *pb.Sample, s *sdk.Sample) error {
+	var md []byte
+	if len(s.Metadata) > 0 {
+		var err error
+		if md, err = encodeMap("sample "+s.ID+" metadata", s.Metadata); err != nil {
+			return err
+		}
+	}
+	p.Id = s.ID
+	p.Context = s.Context
+	p.Question = s.Question
+	p.Messages = messagesToProto(s.Messages)
+	p.Choices = s.Choices
+	p.Targets = s.Targets
+	// A zero length is left out: an absent message reads as zeros, and
+	// most samples (every `hayloft score` line) have none, so this saves a
+	// message per sample on each side.
+	if s.Length != (sdk.Length{}) {
+		p.Length = &pb.Length{Tokens: int64(s.Length.Tokens), Tokenizer: s.Length.Tokenizer}
+	}
+	p.Depth = s.Depth
+	p.Language = s.Language
+	p.Subtask = s.Subtask
+	p.MaxNewTokens = int64(s.MaxNewTokens)
+	p.Window = int64(s.Window)
+	p.MetadataJson = md
+	p.Grid = gridToProto(s.Grid)
+	return nil
 }
 
 // sampleFromProto converts a wire sample back.
@@ -100,11 +117,24 @@ func sampleFromProto(p *pb.Sample) (*sdk.Sample, error) {
 	if p == nil {
 		return nil, nil
 	}
-	md, err := decodeMap("sample "+p.GetId()+" metadata", p.GetMetadataJson())
-	if err != nil {
+	s := &sdk.Sample{}
+	if err := sampleFromProtoInto(s, p); err != nil {
 		return nil, err
 	}
-	return &sdk.Sample{
+	return s, nil
+}
+
+// sampleFromProtoInto is sampleFromProto into a sample the caller
+// allocated (a batch's samples share one array).
+func sampleFromProtoInto(s *sdk.Sample, p *pb.Sample) error {
+	var md map[string]any
+	if b := p.GetMetadataJson(); len(b) > 0 {
+		var err error
+		if md, err = decodeMap("sample "+p.GetId()+" metadata", b); err != nil {
+			return err
+		}
+	}
+	*s = sdk.Sample{
 		ID:           p.GetId(),
 		Context:      p.GetContext(),
 		Question:     p.GetQuestion(),
@@ -119,7 +149,8 @@ func sampleFromProto(p *pb.Sample) (*sdk.Sample, error) {
 		Window:       int(p.GetWindow()),
 		Metadata:     md,
 		Grid:         gridFromProto(p.GetGrid()),
-	}, nil
+	}
+	return nil
 }
 
 func gridToProto(g *sdk.GridPoint) *pb.GridPoint {

@@ -24,23 +24,37 @@ type DetailsJSONScorer interface {
 
 // scoreToProto scores req with sc, through ScoreDetailsJSON when sc has it.
 func scoreToProto(ctx context.Context, sc sdk.Scorer, req *sdk.ScoreRequest) (*pb.ScoreResponse, error) {
-	var resp *sdk.ScoreResponse
+	out, _, err := scoreToProtoInto(ctx, sc, req, &pb.ScoreResponse{}, nil)
+	return out, err
+}
+
+// scoreToProtoInto is scoreToProto with the response written to out when
+// the details come as JSON (else a fresh message is returned), and the
+// details appended to dst. rest is the room left in dst's buffer after
+// them (capacity-limited details, so later appends never reach them), or
+// nil when the details did not go there.
+func scoreToProtoInto(ctx context.Context, sc sdk.Scorer, req *sdk.ScoreRequest, out *pb.ScoreResponse, dst []byte) (resp *pb.ScoreResponse, rest []byte, err error) {
+	var r *sdk.ScoreResponse
 	var details []byte
-	var err error
 	if js, ok := sc.(DetailsJSONScorer); ok {
-		resp, details, err = js.ScoreDetailsJSON(ctx, req, nil)
+		r, details, err = js.ScoreDetailsJSON(ctx, req, dst)
 	} else {
-		resp, err = sc.Score(ctx, req)
+		r, err = sc.Score(ctx, req)
 	}
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, nil, toStatus(err)
 	}
-	if resp == nil {
-		return nil, plainStatus(codes.Internal, "scorer returned neither a response nor an error")
+	if r == nil {
+		return nil, nil, plainStatus(codes.Internal, "scorer returned neither a response nor an error")
 	}
 	if details != nil {
-		return &pb.ScoreResponse{Value: resp.Value, Invalid: resp.Invalid, DetailsJson: details, Stats: resp.Stats}, nil
+		n := len(details)
+		out.Value, out.Invalid, out.DetailsJson, out.Stats = r.Value, r.Invalid, details[:n:n], r.Stats
+		if cap(dst) > 0 && cap(details) > 0 && &dst[:1][0] == &details[:1][0] {
+			rest = details[n:n:cap(details)] // appended in place: dst's room goes on
+		}
+		return out, rest, nil
 	}
-	out, err := scoreResponseToProto(resp)
-	return out, toStatus(err)
+	p, err := scoreResponseToProto(r)
+	return p, nil, toStatus(err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -64,5 +65,55 @@ func TestDetailsJSONScorer(t *testing.T) {
 	resp, err := sc.Score(ctx, reqs[0])
 	if err != nil || resp.Details["own"] != "s0" {
 		t.Errorf("Score: %+v, %v", resp, err)
+	}
+}
+
+// A batch's workers append many samples' details to one buffer each: every
+// result keeps its own details, across buffers (a batch of thousands of
+// long IDs fills several), between the map and error cases that write
+// nothing there, and with samples sent without metadata or length.
+func TestDetailsJSONScorerSharedBuffers(t *testing.T) {
+	set := sdk.NewSet("jsontest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return jsonScorer{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	const n = 3000
+	reqs := make([]*sdk.ScoreRequest, n)
+	for i := range reqs {
+		pred := "xx"
+		switch i % 7 {
+		case 3:
+			pred = "map"
+		case 5:
+			pred = "fail"
+		}
+		id := fmt.Sprintf("sample-%d-%s", i, strings.Repeat("x", i%50))
+		smp := &sdk.Sample{ID: id}
+		if i%11 == 0 {
+			smp.Length = sdk.Length{Tokens: i, Tokenizer: "t"}
+			smp.Metadata = map[string]any{"i": float64(i)}
+		}
+		reqs[i] = &sdk.ScoreRequest{Sample: smp, Prediction: pred}
+	}
+	results, err := sc.ScoreBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range results {
+		switch i % 7 {
+		case 3:
+			if r.Err != nil || string(r.DetailsJSON) != `{"a":"b","z":1.5}` {
+				t.Errorf("%d: map details %s, %v", i, r.DetailsJSON, r.Err)
+			}
+		case 5:
+			if r.Err == nil {
+				t.Errorf("%d: failing request: no error", i)
+			}
+		default:
+			want := fmt.Sprintf(`{"own":%q}`, reqs[i].Sample.ID)
+			if r.Err != nil || string(r.DetailsJSON) != want || r.Response.Value != 2 {
+				t.Errorf("%d: details %s, want %s (%v)", i, r.DetailsJSON, want, r.Err)
+			}
+		}
 	}
 }
