@@ -475,7 +475,8 @@ func scoreResultInto(r *pb.ScoreResult, dst *sdk.ScoreResponse) ScoreResult {
 // an error are left out.
 func (s *ScorerClient) AggregateResults(ctx context.Context, results []ScoreResult) (*sdk.AggregateResponse, error) {
 	p := &pb.AggregateRequest{Scores: make([]*pb.ScoreResponse, 0, len(results))}
-	for _, r := range results {
+	msgs := make([]pb.ScoreResponse, len(results)) // one allocation, not one a score
+	for i, r := range results {
 		if r.Err != nil || r.Response == nil {
 			continue
 		}
@@ -486,7 +487,9 @@ func (s *ScorerClient) AggregateResults(ctx context.Context, results []ScoreResu
 				return nil, err
 			}
 		}
-		p.Scores = append(p.Scores, &pb.ScoreResponse{Value: r.Response.Value, Invalid: r.Response.Invalid, DetailsJson: d, Stats: r.Response.Stats})
+		m := &msgs[i]
+		m.Value, m.Invalid, m.DetailsJson, m.Stats = r.Response.Value, r.Response.Invalid, d, r.Response.Stats
+		p.Scores = append(p.Scores, m)
 	}
 	resp, err := s.c.Aggregate(ctx, p)
 	if err != nil {

@@ -445,9 +445,14 @@ func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) 
 	}
 	_, noDetails := ag.(sdk.StatsAggregator)
 	scores := make([]*sdk.ScoreResponse, len(req.GetScores()))
+	var slab []sdk.ScoreResponse // without details: one allocation for all
+	if noDetails {
+		slab = make([]sdk.ScoreResponse, len(scores))
+	}
 	for i, p := range req.GetScores() {
 		if noDetails {
-			scores[i] = &sdk.ScoreResponse{Value: p.GetValue(), Invalid: p.GetInvalid(), Stats: p.GetStats()}
+			slab[i] = sdk.ScoreResponse{Value: p.GetValue(), Invalid: p.GetInvalid(), Stats: p.GetStats()}
+			scores[i] = &slab[i]
 			continue
 		}
 		if scores[i], err = scoreResponseFromProto(p); err != nil {
