@@ -221,6 +221,36 @@ func TestBadBinaries(t *testing.T) {
 	}
 }
 
+// TestExitBeforeHandshakeSaysWhy: a plugin that exits before its handshake
+// is reported with its last line on stderr, even when the host has not yet
+// read its stderr when stdout closes. The script writes more to stderr than
+// a pipe holds before its last words, so the host's reader is still behind
+// when go-plugin sees stdout close (without waiting for the reader, this
+// failed about every run; under load it failed a Python plugin's test).
+func TestExitBeforeHandshakeSaysWhy(t *testing.T) {
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = describe ]; then\n" +
+		`  echo '{"name":"early","version":"1","protocol":"hayloft.plugin.v1","components":[{"kind":"scorer","name":"gone"}]}'` + "\n" +
+		"  exit 0\n" +
+		"fi\n" +
+		"i=0; while [ $i -lt 20000 ]; do echo \"noise line $i\" >&2; i=$((i+1)); done\n" +
+		"echo 'early: cannot load the answer key' >&2\n" +
+		"exit 1\n"
+	path := filepath.Join(t.TempDir(), "early")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHost(t, Options{})
+	if err := h.AddPlugin(Spec{Name: "early", Source: path}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Open(context.Background(), sdk.KindScorer, "gone", "early", nil)
+	want := `start scorer "gone": exited before the handshake: early: cannot load the answer key`
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("got  %v\nwant ...%s", err, want)
+	}
+}
+
 func TestProtocolMismatch(t *testing.T) {
 	h := newHost(t, Options{})
 	if err := h.AddPlugin(Spec{Name: "acme", Source: pluginBinV2}); err != nil {

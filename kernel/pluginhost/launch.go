@@ -81,6 +81,12 @@ func (h *Host) launch(ctx context.Context, src *Source, kind sdk.Kind, name stri
 	}
 	rpc, err := client.Client()
 	if err != nil {
+		// The plugin's last words are read only once go-plugin has read
+		// all of its stderr: Kill waits for that reader. go-plugin
+		// returns as soon as stdout closes, and a plugin that exits
+		// before its handshake closes both at once, so the reader may
+		// not have reached the line that says why (seen under load).
+		client.Kill()
 		return fail(startError(src, kind, name, err, tail.last()))
 	}
 	raw, err := rpc.Dispense(plugin.PluginKey)
