@@ -26,6 +26,9 @@ def main(argv=None) -> int:
         sha = pack(a.target, a.output, a.python, a.path or None)
         print(f"{a.output}\nsha256 = \"{sha}\"")
         return 0
+    import gc
+
+    gc.disable()  # until the plugin serves, as in a packed plugin (_serve.collect_from_here)
     from ._entry import run
 
     sys.path.insert(0, "")
