@@ -139,7 +139,9 @@ def serve(plugin: Plugin, kind: str, name: str) -> None:
         collect_from_here()
         log.debug("plugin address", extra={"network": "unix", "address": path})
         done.wait()
-        server.stop(0)
+        # No server.stop: the process exits next, which ends every call
+        # and the connection at once, and the host waits for that exit
+        # (stopping the server first added 0.5-7 ms to it).
         state.shutdown()
     finally:
         _remove_socket_dir(sockdir, path)
