@@ -179,8 +179,12 @@ type row struct {
 	// of its plugin processes (rssWatch), in bytes; 0 when not measured.
 	peakRSS   int64
 	processes int // how many processes peakRSS sums
-	checks    []check
-	note      string
+	// before and after: the wall clock from exec to the server's first
+	// chat request, and from its last answer to exit (hayloft rows; 0 for
+	// wrk). wall less both is the time the server was being asked.
+	before, after time.Duration
+	checks        []check
+	note          string
 }
 
 // check is one target of a row and whether the row met it.
@@ -201,6 +205,16 @@ func (r row) samplesPerSec() float64 {
 		return 0
 	}
 	return float64(r.samples) / r.wall.Seconds()
+}
+
+// serveRPS is requests per second over the time the server was being
+// asked, without the client's start and end; 0 when unmeasured.
+func (r row) serveRPS() float64 {
+	serve := r.wall - r.before - r.after
+	if serve <= 0 || r.before <= 0 {
+		return 0
+	}
+	return float64(r.requests) / serve.Seconds()
 }
 
 // cpuPerReqUS is the client's CPU per request in µs; 0 when unmeasured.
@@ -483,6 +497,11 @@ func kernelRow(ctx context.Context, j job, srv *openaitest.Server) (row, error) 
 		clientCPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
 		peakRSS:   peak,
 		processes: procs,
+	}
+	if first, last := srv.Span(chatPath); !first.IsZero() {
+		r.before, r.after = first.Sub(start), start.Add(wall).Sub(last)
+		r.note = appendNote(r.note, fmt.Sprintf("start %.2fs, serve %.2fs (%.0f req/s), end %.2fs",
+			r.before.Seconds(), last.Sub(first).Seconds(), r.serveRPS(), r.after.Seconds()))
 	}
 	if ev.Errors > 0 {
 		r.note = fmt.Sprintf("%d sample errors", ev.Errors)

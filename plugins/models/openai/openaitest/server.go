@@ -173,6 +173,9 @@ type Server struct {
 	maxInFlight int
 	waiting     int
 	auth        []string
+	// spans: by path, when the first request since the last reset
+	// arrived and when the last one was answered (Span).
+	spans map[string]*[2]time.Time
 }
 
 // NewServer starts a server. It panics if it cannot listen, as
@@ -219,6 +222,7 @@ func Start(opts Options) (*Server, error) {
 		prompts:  map[string]int{},
 		statuses: map[int]int{},
 		faults:   map[Fault]int{},
+		spans:    map[string]*[2]time.Time{},
 	}
 	if opts.Capacity > 0 {
 		s.slots = make(chan struct{}, opts.Capacity)
@@ -269,11 +273,17 @@ func (s *Server) count(next http.Handler) http.Handler {
 		s.mu.Lock()
 		s.paths[r.URL.Path]++
 		s.auth = append(s.auth, r.Header.Get("Authorization"))
+		span := s.spans[r.URL.Path]
+		if span == nil {
+			span = &[2]time.Time{time.Now()}
+			s.spans[r.URL.Path] = span
+		}
 		s.mu.Unlock()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		s.mu.Lock()
 		s.statuses[sw.status]++
+		span[1] = time.Now()
 		s.mu.Unlock()
 	})
 }
@@ -388,6 +398,19 @@ func (s *Server) ResetCounters() {
 	s.faults = map[Fault]int{}
 	s.maxInFlight = s.inFlight
 	s.auth = nil
+	s.spans = map[string]*[2]time.Time{}
+}
+
+// Span is when the first request to path since the last ResetCounters
+// arrived and when the last one was answered (zero times before any): a
+// client's time at the server, without its own start and end.
+func (s *Server) Span(path string) (first, last time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if span := s.spans[path]; span != nil {
+		return span[0], span[1]
+	}
+	return time.Time{}, time.Time{}
 }
 
 // begin numbers a generation/embedding request, picks its fault and counts

@@ -323,3 +323,28 @@ func TestFakeOpenAICommand(t *testing.T) {
 		t.Errorf("GET /v1/models: %d", resp.StatusCode)
 	}
 }
+
+// Span covers a path's requests since the last reset, from the first
+// arrival to the last answer, and nothing of other paths.
+func TestSpan(t *testing.T) {
+	s := NewServer(Options{Latency: 20 * time.Millisecond})
+	defer s.Close()
+	chat := map[string]any{"model": "fake-model", "messages": []map[string]string{{"role": "user", "content": "hi"}}}
+	post(t, s.BaseURL()+"/chat/completions", chat)
+	s.ResetCounters()
+	if first, last := s.Span("/v1/chat/completions"); !first.IsZero() || !last.IsZero() {
+		t.Fatalf("after reset: span %v to %v, want zero", first, last)
+	}
+	before := time.Now()
+	for range 2 {
+		post(t, s.BaseURL()+"/chat/completions", chat)
+	}
+	after := time.Now()
+	first, last := s.Span("/v1/chat/completions")
+	if first.Before(before) || last.After(after) || last.Sub(first) < 40*time.Millisecond {
+		t.Errorf("span %v to %v of two 20 ms requests made between %v and %v", first, last, before, after)
+	}
+	if f, _ := s.Span("/v1/embeddings"); !f.IsZero() {
+		t.Errorf("span of a path never asked: starts %v", f)
+	}
+}
