@@ -293,24 +293,19 @@ var sqliteDialect = &dialect{
 		// holds at most the pages one INSERT changes, and only while it
 		// runs.
 		`PRAGMA temp_store = MEMORY`,
-		// A feed of a few thousand records dirties pages all over the
-		// hash-keyed indexes. In SQLite's default 2 MB cache they did not
-		// fit: it spilled dirty pages to the WAL in the middle of the
-		// transaction (pagerStress), read them back (pread), and wrote
-		// them again at the commit. 8 MB holds a feed's pages and the
-		// indexes' upper levels; what it keeps is SQLite's own heap in
-		// this process only (the writer's connection).
-		`PRAGMA cache_size = -8192`,
 		// The WAL is checkpointed when it reaches 16384 pages (64 MB, was
 		// 1000, 4 MB): each checkpoint copies every page the feeds since
 		// the last one changed, and the same index pages change in every
 		// feed, so fewer checkpoints copy them fewer times. Nothing relies
 		// on the automatic ones: the feeder checkpoints when a run's last
 		// samples are fed (FeedSoon) and before a fed log is removed, and
-		// Close does once more. Together with the cache, BenchmarkFeed at
-		// 40,000 samples: the checkpoints, spills and reads went from
-		// about a quarter of the feed's CPU to a twentieth (43-50 → 35-38
-		// µs per sample on a loaded machine).
+		// Close does once more. BenchmarkFeed at 40,000 samples: the
+		// checkpoints' share of the feed's CPU fell from 10-13 % to 3 %.
+		//
+		// A larger page cache (8 MB) saved the feed's spills of dirty
+		// pages mid-transaction and their reads back too (another 15 %),
+		// but held 8 MB of long contexts' pages at the NIAH row's peak:
+		// not kept.
 		`PRAGMA wal_autocheckpoint = 16384`,
 	},
 }
