@@ -131,8 +131,15 @@ func loadRow(ctx context.Context, st *store.Store, runID string, e store.EvalInf
 	if row.ByLength, row.ByDepth, err = breakdown(ctx, st, runID, e); err != nil {
 		return nil, err
 	}
-	if row.Grid, err = grid(ctx, st, runID, e); err != nil {
-		return nil, err
+	// A grid cell is a length and a depth, each as a breakdown buckets
+	// them: with at most one of each there is at most one cell, and a row
+	// with fewer than two gets no grid. Not asking spares a join of every
+	// sample to its scores (short samples of one length and depth, the
+	// most common kind of run, about 4 µs per sample).
+	if row.ByLength != nil || row.ByDepth != nil {
+		if row.Grid, err = grid(ctx, st, runID, e); err != nil {
+			return nil, err
+		}
 	}
 	if row.PrefixCache, err = st.PrefixUse(ctx, runID, e.Name); err != nil {
 		return nil, err
