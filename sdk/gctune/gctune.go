@@ -12,14 +12,14 @@
 //
 // The rule: the headroom is the scannable heap plus a quarter of the rest,
 // but at least MinHeadroom and at most the live heap (GOGC 100, the
-// default) when that is more. A heap of pointers thus keeps the default;
-// 40 MB of prompts in flight get MinHeadroom; so does a heap smaller than
-// MinHeadroom, as in a run of short samples, where the default collected a
-// plugin's 2-4 MB heap every 2-4 MB allocated (a hundred collections in
-// the 20,000-sample zero-latency row of bench/throughput, against
-// nineteen with MinHeadroom: some 10 % of the row's CPU per request).
-// Marking then costs at most one scanned byte per byte allocated. It is
-// re-applied after every collection.
+// default). A heap of pointers thus keeps the default, and so does any heap
+// of MinHeadroom/2 to MinHeadroom; 40 MB of prompts in flight get
+// MinHeadroom. A smaller heap may grow to MinHeadroom: the default
+// collected a plugin's 2-4 MB heap every 2-4 MB allocated, a hundred
+// collections in the 20,000-sample zero-latency row of bench/throughput
+// (about twenty so), some 10 % of the row's CPU per request. Marking then
+// costs at most one scanned byte per byte allocated. It is re-applied
+// after every collection.
 package gctune
 
 import (
@@ -40,20 +40,24 @@ func Percent(live, scan uint64) int {
 	scan = min(scan, live)
 	headroom := max(MinHeadroom, scan+(live-scan)/4)
 	if headroom >= live {
-		// A small heap gets MinHeadroom too, not just the default's
-		// headroom of its own size. The runtime's floor on the heap goal
-		// grows with GOGC (4 MB × GOGC/100), hence the cap: at most a
-		// 16 MB goal for a heap of up to 4 MB.
-		if live == 0 {
-			return maxSmallPercent
+		// A heap of less than half MinHeadroom may grow to MinHeadroom
+		// before it is collected, rather than to twice its size: the
+		// runtime's own floor (a 4 MB goal) collected a plugin's 2-4 MB
+		// heap every 2-4 MB allocated. The floor grows with GOGC (4 MB ×
+		// GOGC/100), hence the cap, with which it is MinHeadroom.
+		if live < MinHeadroom/2 {
+			if live == 0 {
+				return maxSmallPercent
+			}
+			return min(maxSmallPercent, int(100*(MinHeadroom-live)/live))
 		}
-		return max(100, min(maxSmallPercent, int(100*MinHeadroom/live)))
+		return 100
 	}
 	return max(1, int(100*headroom/live))
 }
 
 // maxSmallPercent caps the GOGC of a small heap: with it the runtime's
-// least heap goal is 4 × 4 MB = MinHeadroom.
+// least heap goal is 4 MB × 4 = MinHeadroom.
 const maxSmallPercent = 100 * MinHeadroom / (4 << 20)
 
 var start sync.Once

@@ -13,11 +13,13 @@ func TestPercent(t *testing.T) {
 		live, scan uint64
 		want       int
 	}{
-		{0, 0, 400},              // nothing live: the cap (a 16 MB goal)
-		{2 * mb, 1 * mb, 400},    // the cap: the runtime's 16 MB floor on the goal
-		{4 * mb, 1 * mb, 400},    // MinHeadroom above 4 MB
-		{8 * mb, 8 * mb, 200},    // MinHeadroom above 8 MB, pointers or not
-		{MinHeadroom, 0, 100},    // MinHeadroom is the default's headroom here
+		{0, 0, 400},            // nothing live: the cap (a 16 MB goal)
+		{2 * mb, 1 * mb, 400},  // the cap: the runtime's floor makes the goal 16 MB
+		{4 * mb, 4 * mb, 300},  // a 16 MB goal, pointers or not
+		{6 * mb, 1 * mb, 166},  // a 16 MB goal
+		{8 * mb, 1 * mb, 100},  // half MinHeadroom: the default reaches it
+		{12 * mb, 1 * mb, 100}, // the default
+		{MinHeadroom, 0, 100},
 		{20 * mb, 2 * mb, 80},    // MinHeadroom
 		{20 * mb, 20 * mb, 100},  // all pointers: the default
 		{48 * mb, 4 * mb, 33},    // 40 MB of prompts in flight: MinHeadroom
@@ -32,7 +34,8 @@ func TestPercent(t *testing.T) {
 }
 
 // After a collection that finds a large heap live, the tuner lowers GOGC;
-// once the heap is small again, it gives it MinHeadroom, above the default.
+// once the heap is small again, it lets it grow to MinHeadroom, above the
+// default.
 func TestTunerFollowsLiveHeap(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	tuned := make(chan int, 16)
