@@ -42,7 +42,7 @@ func (h *Host) Open(ctx context.Context, kind sdk.Kind, name, pluginName string,
 		if cache := h.embeddingCache(); cache != nil && kind == sdk.KindRetriever {
 			bctx = sdk.WithEmbeddingCache(ctx, cache)
 		}
-		c.inproc, err = build(bctx, kind, name, opts)
+		c.inproc, err = buildSafely(bctx, build, kind, name, opts)
 		if err != nil {
 			h.forget(c)
 			return nil, fmt.Errorf("%s: configure %s %q: %w", src, kind, name, err)
@@ -471,3 +471,16 @@ var (
 	_ io.Closer        = (*Scorer)(nil)
 	_ io.Closer        = (*Retriever)(nil)
 )
+
+// buildSafely runs a built-in's constructor in this process, turning a
+// panic into an error: the precheck configures built-ins here, and a bug in
+// one component's option handling must fail that component's check, not
+// kill hayloft.
+func buildSafely(ctx context.Context, build func(context.Context, sdk.Kind, string, sdk.Options) (any, error), kind sdk.Kind, name string, opts sdk.Options) (c any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("panic while configuring: %v", r)
+		}
+	}()
+	return build(ctx, kind, name, opts)
+}

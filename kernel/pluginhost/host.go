@@ -45,8 +45,9 @@ type Options struct {
 	// describe`; they still run out of process.
 	Builtin *sdk.Set
 	// InProcess makes built-ins run inside this process through
-	// Builtin.New, with no isolation and no restart. For tests and
-	// debugging only; it needs Builtin.
+	// Builtin.New, with no isolation and no restart: for tests and
+	// debugging, and, with CheckOnly, for the run's precheck, where
+	// nothing is provisioned. It needs Builtin.
 	InProcess bool
 	// CheckOnly configures components without provisioning them: options
 	// are checked, and no server is started or contacted. For `hayloft

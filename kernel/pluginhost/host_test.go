@@ -715,6 +715,22 @@ func TestInProcess(t *testing.T) {
 	}
 }
 
+// A built-in whose constructor panics while the precheck configures it in
+// this process fails that check with an error naming it; hayloft lives on.
+func TestInProcessCheckRecoversPanic(t *testing.T) {
+	set := sdk.NewSet("hayloft", "dev")
+	set.RegisterScorer("buggy", func(context.Context, sdk.Options) (sdk.Scorer, error) {
+		var m map[string]int
+		m["boom"]++ // a nil map: the kind of bug a panic comes from
+		return nil, nil
+	})
+	h := newHost(t, Options{Builtin: set, InProcess: true, CheckOnly: true})
+	_, err := h.Open(context.Background(), sdk.KindScorer, "buggy", "", nil)
+	if err == nil || !strings.Contains(err.Error(), `scorer "buggy"`) || !strings.Contains(err.Error(), "panic while configuring") {
+		t.Fatalf("got %v, want a configure error naming the scorer and the panic", err)
+	}
+}
+
 // With Options.Builtin the built-ins are listed without running the
 // binary, and still run out of process.
 func TestBuiltinsDescribedInMemory(t *testing.T) {
