@@ -194,8 +194,10 @@ type RawScore struct {
 // read. fn must not keep the *RawSampleAnswer or its byte slices: they are
 // reused. Each of the range's tables is read in one query, so ranges of a
 // few hundred samples cost little more than one pass over the eval, and
-// several ranges can be read at once.
-func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, fromID, toID string, scorers []string, fn func(*RawSampleAnswer) error) error {
+// several ranges can be read at once. With rr (ResponseRows; nil: none)
+// the responses are read as a range of their table's rows rather than
+// looked up by key.
+func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, fromID, toID string, scorers []string, rr *ResponseRows, fn func(*RawSampleAnswer) error) error {
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
 	}
@@ -230,6 +232,9 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 		}
 	}
 	none := make([]RawScore, len(scorers))
+	if rr != nil {
+		return s.eachSampleAnswerByRows(ctx, runID, evalName, fromID, toID, byID, none, rr, fn)
+	}
 
 	rows, err := s.db.QueryContext(ctx, `SELECT sa.sample_id, sa.question, sa.targets, sa.metadata, sa.length_tokens, sa.tokenizer,
 			sa.depth, sa.truncated, sa.sent_tokens, sa.request_key,

@@ -108,7 +108,7 @@ func TestReportRows(t *testing.T) {
 		t.Errorf("%d attempts (%v) of %d requests, want 5 of 4", n, err, len(all))
 	}
 	var got []string
-	err = s.EachSampleAnswerRange(ctx, run, "e", "s1", "s2", []string{"b", "a"}, func(a *RawSampleAnswer) error {
+	err = s.EachSampleAnswerRange(ctx, run, "e", "s1", "s2", []string{"b", "a"}, nil, func(a *RawSampleAnswer) error {
 		ranged := slices.Clone(attempts[a.RequestKey])
 		for i := range ranged {
 			ranged[i].CreatedAt = time.Time{} // EachAttempt gives no time

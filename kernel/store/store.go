@@ -98,11 +98,14 @@ type Store struct {
 	// only the writer goroutine touches them until Close.
 	inserts insertStmts
 	known   knownKeys
-	evals   knownEvals
-	ops     chan *writeOp // unbuffered: a send succeeds only when the writer takes it
-	closing chan struct{} // closed by Close: no new calls
-	quit    chan struct{} // closed by Close once the feed is done: the writer stops
-	stopped chan struct{} // closed by the writer
+	// answerBufs are *answerBuf, kept from one range of report reads to
+	// the next (responserows.go).
+	answerBufs sync.Pool
+	evals      knownEvals
+	ops        chan *writeOp // unbuffered: a send succeeds only when the writer takes it
+	closing    chan struct{} // closed by Close: no new calls
+	quit       chan struct{} // closed by Close once the feed is done: the writer stops
+	stopped    chan struct{} // closed by the writer
 
 	// The log (log.go). seg is the appender's alone; the rest is guarded
 	// by fmu.

@@ -2,6 +2,7 @@ package html
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -160,6 +161,7 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 	if err != nil {
 		return err
 	}
+	responses := pending.responses
 
 	workers := max(1, runtime.GOMAXPROCS(0))
 	ctx, cancel := context.WithCancel(ctx)
@@ -183,7 +185,7 @@ func (p *page) details(ctx context.Context, st *store.Store) error {
 			defer wg.Done()
 			var bb blockBuilder
 			for c := range jobs {
-				b64, err := bb.build(ctx, st, p.run.ID, blocks[c], attempts, p.opts.MaxMessageChars)
+				b64, err := bb.build(ctx, st, p.run.ID, blocks[c], attempts, responses, p.opts.MaxMessageChars)
 				results[c] <- result{b64, err}
 			}
 		}()
@@ -259,25 +261,44 @@ func blocksOf(evals []*journal.Eval, size int) [][]segment {
 	return blocks
 }
 
-// Attempts are the tries at the requests of a run's samples, read from the
-// journal in the background (ReadAttempts), so that a report reads them
-// while it loads the run's index.
+// Attempts are the tries at the requests of a run's samples, and where
+// its responses sit in the journal, read in the background (ReadAttempts),
+// so that a report reads them while it loads the run's index.
 type Attempts struct {
-	done  chan struct{}
-	byKey map[string][]store.AttemptRecord
-	err   error
+	done      chan struct{}
+	byKey     map[string][]store.AttemptRecord
+	responses *store.ResponseRows
+	err       error
 }
 
 // ReadAttempts starts reading the tries at run runID's requests in one pass
-// over the journal's, when these are mostly the run's (a journal of this
-// run and a few others): that costs a fraction of looking each request up.
-// When the journal holds many more, it reads none and the blocks look
-// theirs up (store.RangeAttempts).
+// over the journal's, and where every response sits (store.ResponseRows),
+// when these are mostly the run's (a journal of this run and a few others):
+// that costs a fraction of looking each request up. When the journal holds
+// many more, it reads none and the blocks look theirs up
+// (store.RangeAttempts, responses by key).
 func ReadAttempts(ctx context.Context, st *store.Store, runID string) *Attempts {
 	a := &Attempts{done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
-		a.byKey, a.err = readAttempts(ctx, st, runID)
+		samples, failures, err := st.RunProgress(ctx, runID)
+		if err != nil {
+			a.err = err
+			return
+		}
+		// A journal with this many more tries or responses than the run
+		// asked for is mostly other runs'.
+		limit := 4*(samples+failures) + 10_000
+		// The two passes run at once, on two connections.
+		var rowsErr error
+		rowsDone := make(chan struct{})
+		go func() {
+			defer close(rowsDone)
+			a.responses, rowsErr = st.ResponseRows(ctx, limit)
+		}()
+		a.byKey, a.err = readAttempts(ctx, st, limit, samples+failures)
+		<-rowsDone
+		a.err = cmp.Or(a.err, rowsErr)
 	}()
 	return a
 }
@@ -293,19 +314,15 @@ func (a *Attempts) wait(ctx context.Context) (map[string][]store.AttemptRecord, 
 	}
 }
 
-func readAttempts(ctx context.Context, st *store.Store, runID string) (map[string][]store.AttemptRecord, error) {
-	samples, failures, err := st.RunProgress(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
+func readAttempts(ctx context.Context, st *store.Store, limit, requests int) (map[string][]store.AttemptRecord, error) {
 	n, err := st.AttemptCount(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if n > 4*(samples+failures)+10_000 {
+	if n > limit {
 		return nil, nil
 	}
-	out := make(map[string][]store.AttemptRecord, samples+failures)
+	out := make(map[string][]store.AttemptRecord, requests)
 	err = st.EachAttempt(ctx, func(key string, a store.AttemptRecord) error {
 		out[key] = append(out[key], a)
 		return nil
@@ -325,7 +342,7 @@ type blockBuilder struct {
 // build reads one block's samples from the journal and returns the block:
 // a JSON array of details (null for a sample no longer journaled), gzipped
 // at the fastest level, in base64.
-func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string, segs []segment, attempts map[string][]store.AttemptRecord, maxChars int) ([]byte, error) {
+func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string, segs []segment, attempts map[string][]store.AttemptRecord, responses *store.ResponseRows, maxChars int) ([]byte, error) {
 	bb.json.Reset()
 	bb.json.WriteByte('[')
 	first := true
@@ -379,7 +396,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				scorers = nil
 			}
 			find := sampleFinder(samples)
-			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, scorers, func(a *store.RawSampleAnswer) error {
+			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, scorers, responses, func(a *store.RawSampleAnswer) error {
 				i, ok := find(a.ID)
 				if !ok {
 					return nil // journaled after the index was read (a live run)
