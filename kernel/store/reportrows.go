@@ -310,23 +310,34 @@ func (s *Store) AttemptCount(ctx context.Context) (int, error) {
 // oldest first: one pass over the table in its own order, which costs less
 // than looking each request's tries up when most of them are wanted. The
 // tries come without their time (CreatedAt is zero), which no report shows
-// and parsing 200,000 of costs a tenth of a second.
-func (s *Store) EachAttempt(ctx context.Context, fn func(key string, a AttemptRecord) error) error {
+// and parsing 200,000 of costs a tenth of a second. key is valid until fn
+// returns; statuses and errors, which repeat, share one string each.
+func (s *Store) EachAttempt(ctx context.Context, fn func(key []byte, a AttemptRecord) error) error {
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("attempts: %w", err)
 	}
 	var (
-		key       string
-		a         AttemptRecord
-		latencyMS float64
+		key, status, errMsg sql.RawBytes
+		a                   AttemptRecord
+		latencyMS           float64
 	)
+	strs := map[string]string{}
+	intern := func(b []byte) string {
+		s, ok := strs[string(b)]
+		if !ok {
+			s = string(b)
+			strs[s] = s
+		}
+		return s
+	}
 	return s.eachRow(ctx, "attempts",
 		`SELECT request_key, attempt, status, latency_ms, error FROM attempts ORDER BY id`, nil,
 		func(r *sql.Rows) error {
 			a = AttemptRecord{}
-			return r.Scan(&key, &a.Attempt, &a.Status, &latencyMS, &a.Error)
+			return r.Scan(&key, &a.Attempt, &status, &latencyMS, &errMsg)
 		},
 		func() error {
+			a.Status, a.Error = intern(status), intern(errMsg)
 			a.Latency = time.Duration(latencyMS * float64(time.Millisecond))
 			return fn(key, a)
 		})

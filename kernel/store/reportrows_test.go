@@ -101,7 +101,7 @@ func TestReportRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := map[string][]AttemptRecord{}
-	if err := s.EachAttempt(ctx, func(key string, a AttemptRecord) error { all[key] = append(all[key], a); return nil }); err != nil {
+	if err := s.EachAttempt(ctx, func(key []byte, a AttemptRecord) error { all[string(key)] = append(all[string(key)], a); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.AttemptCount(ctx); err != nil || n != 5 || len(all) != 4 {

@@ -266,7 +266,7 @@ func blocksOf(evals []*journal.Eval, size int) [][]segment {
 // so that a report reads them while it loads the run's index.
 type Attempts struct {
 	done      chan struct{}
-	byKey     map[string][]store.AttemptRecord
+	tries     *attemptIndex
 	responses *store.ResponseRows
 	err       error
 }
@@ -296,7 +296,7 @@ func ReadAttempts(ctx context.Context, st *store.Store, runID string) *Attempts 
 			defer close(rowsDone)
 			a.responses, rowsErr = st.ResponseRows(ctx, limit)
 		}()
-		a.byKey, a.err = readAttempts(ctx, st, limit, samples+failures)
+		a.tries, a.err = readAttemptIndex(ctx, st, limit, samples+failures)
 		<-rowsDone
 		a.err = cmp.Or(a.err, rowsErr)
 	}()
@@ -305,29 +305,13 @@ func ReadAttempts(ctx context.Context, st *store.Store, runID string) *Attempts 
 
 // wait returns the tries by request key; nil when the blocks look theirs
 // up.
-func (a *Attempts) wait(ctx context.Context) (map[string][]store.AttemptRecord, error) {
+func (a *Attempts) wait(ctx context.Context) (*attemptIndex, error) {
 	select {
 	case <-a.done:
-		return a.byKey, a.err
+		return a.tries, a.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-func readAttempts(ctx context.Context, st *store.Store, limit, requests int) (map[string][]store.AttemptRecord, error) {
-	n, err := st.AttemptCount(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if n > limit {
-		return nil, nil
-	}
-	out := make(map[string][]store.AttemptRecord, requests)
-	err = st.EachAttempt(ctx, func(key string, a store.AttemptRecord) error {
-		out[key] = append(out[key], a)
-		return nil
-	})
-	return out, err
 }
 
 // blockBuilder builds blocks, reusing its buffers from one to the next.
@@ -337,12 +321,13 @@ type blockBuilder struct {
 	arena    []byte   // the segment's details, one after another
 	spans    [][2]int // each sample's detail in arena; {0, 0}: none
 	scores   []store.RawScore
+	tries    []store.AttemptRecord
 }
 
 // build reads one block's samples from the journal and returns the block:
 // a JSON array of details (null for a sample no longer journaled), gzipped
 // at the fastest level, in base64.
-func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string, segs []segment, attempts map[string][]store.AttemptRecord, responses *store.ResponseRows, maxChars int) ([]byte, error) {
+func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string, segs []segment, attempts *attemptIndex, responses *store.ResponseRows, maxChars int) ([]byte, error) {
 	bb.json.Reset()
 	bb.json.WriteByte('[')
 	first := true
@@ -355,8 +340,16 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 		}
 		rows := 0
 		lo, hi := "", ""
-		segAttempts := attempts
-		if segAttempts == nil {
+		// A request's tries: from the run's, else from the segment's,
+		// read with it.
+		var segAttempts map[string][]store.AttemptRecord
+		triesOf := func(key string) []store.AttemptRecord { return segAttempts[key] }
+		if attempts != nil {
+			triesOf = func(key string) []store.AttemptRecord {
+				bb.tries = attempts.of(key, bb.tries)
+				return bb.tries
+			}
+		} else {
 			segAttempts = map[string][]store.AttemptRecord{}
 			for _, s := range samples {
 				if s.Lone {
@@ -371,7 +364,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 		for i, s := range samples {
 			if s.Lone {
 				start := len(bb.arena)
-				bb.arena = appendLone(bb.arena, sg, s, segAttempts[s.RequestKey])
+				bb.arena = appendLone(bb.arena, sg, s, triesOf(s.RequestKey))
 				bb.spans[i] = [2]int{start, len(bb.arena)}
 				continue
 			}
@@ -410,7 +403,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				}
 				start := len(bb.arena)
 				var err error
-				if bb.arena, err = appendDetail(bb.arena, sg, samples[i], a, segAttempts[a.RequestKey], maxChars); err != nil {
+				if bb.arena, err = appendDetail(bb.arena, sg, samples[i], a, triesOf(a.RequestKey), maxChars); err != nil {
 					return err
 				}
 				bb.spans[i] = [2]int{start, len(bb.arena)}
