@@ -571,16 +571,14 @@ func WriteIndex(w io.Writer, run *journal.Run, chunk int, first *journal.First) 
 		Scorers   []string `json:"scorers"`
 	}
 	var (
-		evals []evalIdx
-		e, l  []int
-		d     []*float64
-		ids   []string
-		fail  []int
-		trunc []int
+		evals       []evalIdx
+		scorerNames []string
+		n           int
 	)
 	scorerSet := map[string]bool{}
-	var scorerNames []string
 	for _, ev := range run.Evals {
+		evals = append(evals, evalIdx{ev.Name, ev.Base, ev.Model, ev.RetrieverName(), ev.Scorers})
+		n += len(ev.Samples)
 		for _, s := range ev.Scorers {
 			if !scorerSet[s] {
 				scorerSet[s] = true
@@ -588,47 +586,116 @@ func WriteIndex(w io.Writer, run *journal.Run, chunk int, first *journal.First) 
 			}
 		}
 	}
-	scores := map[string][]*float64{}
-	invalid := map[string][]int{}
-	for i, ev := range run.Evals {
-		evals = append(evals, evalIdx{ev.Name, ev.Base, ev.Model, ev.RetrieverName(), ev.Scorers})
-		for _, s := range ev.Samples {
-			e = append(e, i)
-			ids = append(ids, s.ID)
-			l = append(l, s.Length)
-			if s.Depth >= 0 {
-				dv := s.Depth
-				d = append(d, &dv)
-			} else {
-				d = append(d, nil)
-			}
-			fail = append(fail, b2i(s.Failed))
-			trunc = append(trunc, b2i(s.Truncated))
-			for _, name := range scorerNames {
-				j := slices.Index(ev.Scorers, name)
-				var v *float64
-				inv := 0
-				if j >= 0 && s.Scores[j].Has {
-					x := s.Scores[j].Value
-					v = &x
-					inv = b2i(s.Scores[j].Invalid)
+	evalsJSON, err := json.Marshal(evals)
+	if err != nil {
+		return err
+	}
+	scorersJSON, err := json.Marshal(scorerNames)
+	if err != nil {
+		return err
+	}
+	// The columns are written here rather than by encoding/json, which
+	// took a pointer per sample and score for the nulls: the index is the
+	// one thing a report writes of every sample at once. The object is as
+	// encoding/json writes it (keys sorted, < > & escaped, nil lists as
+	// null, a newline after it), so pages stay byte for byte as they were.
+	b := make([]byte, 0, 64*n+1024)
+	// column appends the list of one value per sample, each written by
+	// val with its eval's position in run.Evals.
+	column := func(b []byte, val func(b []byte, e int, s *journal.Sample) []byte) []byte {
+		if n == 0 {
+			return append(b, "null"...)
+		}
+		b = append(b, '[')
+		first := true
+		for e, ev := range run.Evals {
+			for _, s := range ev.Samples {
+				if !first {
+					b = append(b, ',')
 				}
-				scores[name] = append(scores[name], v)
-				invalid[name] = append(invalid[name], inv)
+				first = false
+				b = val(b, e, s)
 			}
 		}
+		return append(b, ']')
 	}
-	idx := map[string]any{
-		"evals": evals, "scorers": scorerNames, "chunk": chunk,
-		"e": e, "id": ids, "len": l, "depth": d, "failed": fail, "truncated": trunc,
-		"scores": scores, "invalid": invalid,
+	num := func(b []byte, v int) []byte { return strconv.AppendInt(b, int64(v), 10) }
+	b = append(b, `{"chunk":`...)
+	b = num(b, chunk)
+	b = append(b, `,"depth":`...)
+	b = column(b, func(b []byte, _ int, s *journal.Sample) []byte {
+		if s.Depth < 0 {
+			return append(b, "null"...)
+		}
+		return appendFloat(b, s.Depth)
+	})
+	b = append(b, `,"e":`...)
+	b = column(b, func(b []byte, e int, _ *journal.Sample) []byte { return num(b, e) })
+	b = append(b, `,"evals":`...)
+	b = append(b, evalsJSON...)
+	b = append(b, `,"failed":`...)
+	b = column(b, func(b []byte, _ int, s *journal.Sample) []byte { return num(b, b2i(s.Failed)) })
+	b = append(b, `,"id":`...)
+	b = column(b, func(b []byte, _ int, s *journal.Sample) []byte { return appendString(b, s.ID) })
+	// Each scorer's column of one eval, by its place in the eval's.
+	sorted := slices.Sorted(slices.Values(scorerNames))
+	place := make([][]int, len(run.Evals))
+	for e, ev := range run.Evals {
+		for _, name := range sorted {
+			place[e] = append(place[e], slices.Index(ev.Scorers, name))
+		}
 	}
+	byScorer := func(b []byte, val func(b []byte, sc *journal.Score) []byte) []byte {
+		b = append(b, '{')
+		for k, name := range sorted {
+			if n == 0 {
+				break // a scorer's column is there once it has a sample
+			}
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, name)
+			b = append(b, ':')
+			b = column(b, func(b []byte, e int, s *journal.Sample) []byte {
+				var sc *journal.Score
+				if j := place[e][k]; j >= 0 && s.Scores[j].Has {
+					sc = &s.Scores[j]
+				}
+				return val(b, sc)
+			})
+		}
+		return append(b, '}')
+	}
+	b = append(b, `,"invalid":`...)
+	b = byScorer(b, func(b []byte, sc *journal.Score) []byte {
+		if sc == nil {
+			return append(b, '0')
+		}
+		return num(b, b2i(sc.Invalid))
+	})
+	b = append(b, `,"len":`...)
+	b = column(b, func(b []byte, _ int, s *journal.Sample) []byte { return num(b, s.Length) })
 	if first != nil {
-		idx["partial"], idx["total"] = true, first.Total
+		b = append(b, `,"partial":true`...)
 	}
-	// encoding/json escapes <, > and & in strings, so no sample ID can
-	// close the script element.
-	return json.NewEncoder(w).Encode(idx)
+	b = append(b, `,"scorers":`...)
+	b = append(b, scorersJSON...)
+	b = append(b, `,"scores":`...)
+	b = byScorer(b, func(b []byte, sc *journal.Score) []byte {
+		if sc == nil {
+			return append(b, "null"...)
+		}
+		return appendFloat(b, sc.Value)
+	})
+	if first != nil {
+		b = append(b, `,"total":`...)
+		b = num(b, first.Total)
+	}
+	b = append(b, `,"truncated":`...)
+	b = column(b, func(b []byte, _ int, s *journal.Sample) []byte { return num(b, b2i(s.Truncated)) })
+	b = append(b, "}\n"...)
+	_, err = w.Write(b)
+	return err
 }
 
 func b2i(b bool) int {

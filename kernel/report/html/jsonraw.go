@@ -401,9 +401,14 @@ func appendFloat(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, "null"...)
 	}
-	format := byte('f')
 	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
+		b = strconv.AppendFloat(b, f, 'e', -1, 64)
+		// encoding/json writes a one-digit exponent without its 0: e-7.
+		if n := len(b); b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+		return b
 	}
-	return strconv.AppendFloat(b, f, format, -1, 64)
+	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
