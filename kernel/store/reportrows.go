@@ -32,6 +32,9 @@ type SamplePosition struct {
 	// Lone: the sample failed before it was journaled as a sample, so it
 	// has only its ID, request key and failure.
 	Lone bool
+	// Row is where the sample's row sits in its table (SQLite's rowid),
+	// for SampleRows; 0 when unknown (PostgreSQL, a lone failure).
+	Row int64
 }
 
 // EachSamplePosition calls fn for every sample of one eval of a run in key
@@ -65,13 +68,17 @@ func (s *Store) EachSamplePosition(ctx context.Context, runID, evalName string, 
 		gridLength sql.NullInt64
 		gridDepth  sql.NullFloat64
 	)
+	row := "0" // PostgreSQL's rows have no stable number
+	if s.dialect == sqliteDialect {
+		row = "rowid"
+	}
 	err = s.eachRow(ctx, fmt.Sprintf("samples of %s/%s", runID, evalName),
-		`SELECT sample_id, seq, length_tokens, depth, truncated, request_key, grid_length, grid_depth
+		`SELECT sample_id, seq, length_tokens, depth, truncated, request_key, grid_length, grid_depth, `+row+`
 		FROM samples WHERE run_id = $1 AND eval_name = $2
 		ORDER BY sample_id`, []any{runID, evalName},
 		func(r *sql.Rows) error {
 			p = SamplePosition{}
-			return r.Scan(&p.ID, &p.Index, &p.Tokens, &p.Depth, &p.Truncated, &p.RequestKey, &gridLength, &gridDepth)
+			return r.Scan(&p.ID, &p.Index, &p.Tokens, &p.Depth, &p.Truncated, &p.RequestKey, &gridLength, &gridDepth, &p.Row)
 		},
 		func() error {
 			if gridLength.Valid || gridDepth.Valid {
@@ -194,10 +201,10 @@ type RawScore struct {
 // read. fn must not keep the *RawSampleAnswer or its byte slices: they are
 // reused. Each of the range's tables is read in one query, so ranges of a
 // few hundred samples cost little more than one pass over the eval, and
-// several ranges can be read at once. With rr (ResponseRows; nil: none)
-// the responses are read as a range of their table's rows rather than
-// looked up by key.
-func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, fromID, toID string, scorers []string, rr *ResponseRows, fn func(*RawSampleAnswer) error) error {
+// several ranges can be read at once. With at.Responses (nil at: none)
+// the responses, and the samples where at says where they are, are read as
+// ranges of their tables' rows rather than looked up by key.
+func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, fromID, toID string, scorers []string, at *RangeRows, fn func(*RawSampleAnswer) error) error {
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("samples of %s/%s: %w", runID, evalName, err)
 	}
@@ -232,8 +239,8 @@ func (s *Store) EachSampleAnswerRange(ctx context.Context, runID, evalName, from
 		}
 	}
 	none := make([]RawScore, len(scorers))
-	if rr != nil {
-		return s.eachSampleAnswerByRows(ctx, runID, evalName, fromID, toID, byID, none, rr, fn)
+	if at != nil && at.Responses != nil {
+		return s.eachSampleAnswerByRows(ctx, runID, evalName, fromID, toID, byID, none, at, fn)
 	}
 
 	rows, err := s.db.QueryContext(ctx, `SELECT sa.sample_id, sa.question, sa.targets, sa.metadata, sa.length_tokens, sa.tokenizer,

@@ -66,6 +66,17 @@ func (s *Store) ResponseRows(ctx context.Context, max int) (*ResponseRows, error
 	return rr, nil
 }
 
+// RangeRows says where a range of an eval's samples and their responses
+// sit in the journal, so that EachSampleAnswerRange reads each as one
+// range of its table's rows.
+type RangeRows struct {
+	Responses *ResponseRows // nil: read with a join by key
+	// The range's sample rows lie in [FirstSample, LastSample]
+	// (SamplePosition.Row), Samples of them; Samples 0: unknown.
+	FirstSample, LastSample int64
+	Samples                 int
+}
+
 // rangeSpan is how much of the table a block's range of responses may span,
 // as a multiple of the responses it wants (plus rangeSlack rows), and still
 // be read as one range: past it, the rows between (other runs' answers)
@@ -94,7 +105,8 @@ type answerBuf struct {
 // sample rows, then their responses as one range of rows of their table
 // (rr), matched by row and checked by key; a response rr does not know (one
 // journaled after it was read) or out of the range is looked up by key.
-func (s *Store) eachSampleAnswerByRows(ctx context.Context, runID, evalName, fromID, toID string, byID map[string][]RawScore, none []RawScore, rr *ResponseRows, fn func(*RawSampleAnswer) error) error {
+func (s *Store) eachSampleAnswerByRows(ctx context.Context, runID, evalName, fromID, toID string, byID map[string][]RawScore, none []RawScore, at *RangeRows, fn func(*RawSampleAnswer) error) error {
+	rr := at.Responses
 	what := fmt.Sprintf("samples of %s/%s", runID, evalName)
 	buf, _ := s.answerBufs.Get().(*answerBuf)
 	if buf == nil {
@@ -104,25 +116,54 @@ func (s *Store) eachSampleAnswerByRows(ctx context.Context, runID, evalName, fro
 	rows, arena := buf.rows[:0], buf.arena[:0]
 	// The buffers, as they grew, serve the next range.
 	defer func() { buf.rows, buf.arena = rows[:0], arena[:0] }()
-	var targets, metadata sql.RawBytes
-	err := s.eachRow(ctx, what, `SELECT sample_id, question, targets, metadata, length_tokens, tokenizer,
-			depth, truncated, sent_tokens, request_key
-		FROM samples WHERE run_id = $1 AND eval_name = $2 AND sample_id >= $3 AND sample_id <= $4
-		ORDER BY sample_id`, []any{runID, evalName, fromID, toID},
-		func(r *sql.Rows) error {
-			rows = append(rows, answerRow{})
-			a := &rows[len(rows)-1].a
-			return r.Scan(&a.ID, &a.Question, &targets, &metadata, &a.Tokens, &a.Tokenizer,
-				&a.Depth, &a.Truncated, &a.SentTokens, &a.RequestKey)
-		},
-		func() error {
-			r := &rows[len(rows)-1]
-			r.targets, arena = appendSpan(arena, targets)
-			r.metadata, arena = appendSpan(arena, metadata)
-			return nil
-		})
-	if err != nil {
-		return err
+	var (
+		cur               answerRow
+		targets, metadata sql.RawBytes
+		in                bool
+	)
+	const sampleColumns = `sample_id, question, targets, metadata, length_tokens, tokenizer, depth, truncated, sent_tokens, request_key`
+	inDest := []any{&in, &cur.a.ID, &cur.a.Question, &targets, &metadata, &cur.a.Tokens, &cur.a.Tokenizer,
+		&cur.a.Depth, &cur.a.Truncated, &cur.a.SentTokens, &cur.a.RequestKey}
+	dest := inDest[1:]
+	keep := func() error {
+		cur.targets, arena = appendSpan(arena, targets)
+		cur.metadata, arena = appendSpan(arena, metadata)
+		rows = append(rows, cur)
+		return nil
+	}
+	// The sample rows as one range of their table's rows when they lie
+	// close together: walking the key index instead seeks each row from
+	// the table's root. A row of the range that is not there (rewritten
+	// since its position was read) has the range read by key instead.
+	byRow := false
+	if n := at.Samples; n > 0 && at.LastSample-at.FirstSample < int64(rangeSpan*n+rangeSlack) {
+		err := s.eachRow(ctx, what, `SELECT run_id = $1 AND eval_name = $2 AND sample_id >= $3 AND sample_id <= $4, `+sampleColumns+`
+			FROM samples WHERE rowid >= $5 AND rowid <= $6`, []any{runID, evalName, fromID, toID, at.FirstSample, at.LastSample},
+			func(r *sql.Rows) error { return r.Scan(inDest...) },
+			func() error {
+				if !in {
+					return nil // another eval's, or out of the range
+				}
+				return keep()
+			})
+		if err != nil {
+			return err
+		}
+		byID := func(x, y answerRow) int { return cmp.Compare(x.a.ID, y.a.ID) }
+		if byRow = len(rows) >= n; byRow && !slices.IsSortedFunc(rows, byID) {
+			slices.SortStableFunc(rows, byID)
+		} else if !byRow {
+			rows, arena = rows[:0], arena[:0]
+		}
+	}
+	if !byRow {
+		err := s.eachRow(ctx, what, `SELECT `+sampleColumns+`
+			FROM samples WHERE run_id = $1 AND eval_name = $2 AND sample_id >= $3 AND sample_id <= $4
+			ORDER BY sample_id`, []any{runID, evalName, fromID, toID},
+			func(r *sql.Rows) error { return r.Scan(dest...) }, keep)
+		if err != nil {
+			return err
+		}
 	}
 
 	// The wanted rows of the response table, in its order, each with the

@@ -361,7 +361,15 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				}
 			}
 		}
+		at := &store.RangeRows{Responses: responses}
 		for i, s := range samples {
+			if !s.Lone && s.Row > 0 {
+				if at.Samples == 0 || s.Row < at.FirstSample {
+					at.FirstSample = s.Row
+				}
+				at.LastSample = max(at.LastSample, s.Row)
+				at.Samples++
+			}
 			if s.Lone {
 				start := len(bb.arena)
 				bb.arena = appendLone(bb.arena, sg, s, triesOf(s.RequestKey))
@@ -373,6 +381,9 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				lo = s.ID
 			}
 			hi = s.ID
+		}
+		if at.Samples != rows {
+			at.Samples = 0 // some rows' places are unknown: read by key
 		}
 		if rows > 0 && attempts == nil {
 			at, err := st.RangeAttempts(ctx, runID, sg.ev.Name, lo, hi)
@@ -389,7 +400,7 @@ func (bb *blockBuilder) build(ctx context.Context, st *store.Store, runID string
 				scorers = nil
 			}
 			find := sampleFinder(samples)
-			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, scorers, responses, func(a *store.RawSampleAnswer) error {
+			err := st.EachSampleAnswerRange(ctx, runID, sg.ev.Name, lo, hi, scorers, at, func(a *store.RawSampleAnswer) error {
 				i, ok := find(a.ID)
 				if !ok {
 					return nil // journaled after the index was read (a live run)

@@ -91,10 +91,13 @@ type Sample struct {
 	Depth      float64
 	Truncated  bool
 	RequestKey string
-	Scores     []Score // aligned with the eval's scorers
-	Failed     bool
-	FailCode   string
-	FailMsg    string
+	// Row is where the sample's row sits in the journal
+	// (store.SamplePosition.Row); 0 when unknown.
+	Row      int64
+	Scores   []Score // aligned with the eval's scorers
+	Failed   bool
+	FailCode string
+	FailMsg  string
 	// Lone: the sample failed before it was journaled as a sample.
 	Lone bool
 }
@@ -448,7 +451,7 @@ func LoadFirst(ctx context.Context, st *store.Store, runID string, page int) (*R
 
 // newSample is the index entry of a sample position.
 func newSample(ev *Eval, p *store.SamplePosition) *Sample {
-	s := &Sample{ID: p.ID, Seq: p.Index, Truncated: p.Truncated, RequestKey: p.RequestKey,
+	s := &Sample{ID: p.ID, Seq: p.Index, Row: p.Row, Truncated: p.Truncated, RequestKey: p.RequestKey,
 		Failed: p.Failed, FailCode: p.FailCode, FailMsg: p.FailMsg, Lone: p.Lone,
 		Scores: make([]Score, len(ev.Scorers))}
 	s.Length, s.Depth = GridPoint(p.Tokens, p.Depth, p.Grid)
