@@ -150,14 +150,22 @@ func Heatmap(cells []journal.Cell, lengths []int, depths []float64, scorer strin
 	for i, d := range depths {
 		row[d] = i
 		g.yKeys = append(g.yKeys, strconv.FormatFloat(d, 'f', -1, 64))
-		g.yTicks = append(g.yTicks, strconv.FormatFloat(d*100, 'f', -1, 64)+"%")
+		g.yTicks = append(g.yTicks, depthPercent(d))
 	}
 	for _, c := range cells {
 		g.cells = append(g.cells, gridCell{col: col[c.Length], row: row[c.Depth], value: c.Mean, n: c.N,
 			attrs: fmt.Sprintf(` data-length="%d" data-depth="%s"`, c.Length, strconv.FormatFloat(c.Depth, 'f', -1, 64)),
-			title: fmt.Sprintf("length %d, depth %s%%", c.Length, strconv.FormatFloat(c.Depth*100, 'f', -1, 64))})
+			title: fmt.Sprintf("length %d, depth %s", c.Length, depthPercent(c.Depth))})
 	}
 	return g.draw()
+}
+
+// depthPercent labels a depth (a fraction) as a percentage to 0.1%, as the
+// sample browser's depth column and filter do (page.js): depths are often
+// computed (3 × 0.111 is 0.33300000000000004), and all their digits
+// overflow the axis.
+func depthPercent(d float64) string {
+	return strconv.FormatFloat(math.Round(d*1000)/10, 'f', -1, 64) + "%"
 }
 
 // FigureHeatmap draws a heatmap a scorer offers (sdk.Heatmap) as SVG, as
