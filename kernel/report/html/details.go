@@ -137,8 +137,15 @@ func elide(s string, max int) (string, int) {
 }
 
 func elisionMarker(left int) string {
-	return fmt.Sprintf("\n[… %d characters left out of this report; `hayloft view` shows them …]\n", left)
+	return elisionHead + strconv.Itoa(left) + elisionTail
 }
+
+// The elision marker's text around its count (elisionMarker,
+// appendElisionMarker).
+const (
+	elisionHead = "\n[… "
+	elisionTail = " characters left out of this report; `hayloft view` shows them …]\n"
+)
 
 // A block is ChunkSize consecutive samples of the index; a segment the
 // part of a block in one eval.

@@ -2,7 +2,6 @@ package html
 
 import (
 	"bytes"
-	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -332,11 +331,11 @@ func appendElided(b, body []byte, max int) ([]byte, int) {
 }
 
 // appendElisionMarker appends elisionMarker(left) as a string body, as
-// appendStringBody escapes it.
+// appendStringBody escapes it, without building the string.
 func appendElisionMarker(b []byte, left int) []byte {
-	b = append(b, `\n[… `...)
+	b = appendStringBody(b, elisionHead)
 	b = strconv.AppendInt(b, int64(left), 10)
-	return append(b, " characters left out of this report; `hayloft view` shows them …]\\n"...)
+	return appendStringBody(b, elisionTail)
 }
 
 const hexDigits = "0123456789abcdef"
@@ -398,17 +397,8 @@ func appendStringBody(b []byte, s string) []byte {
 // appendFloat appends f as encoding/json writes a float64; NaN and
 // infinities, which JSON cannot hold, as null.
 func appendFloat(b []byte, f float64) []byte {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return append(b, "null"...)
+	if out, ok := jsonstr.AppendFloat(b, f); ok {
+		return out
 	}
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		b = strconv.AppendFloat(b, f, 'e', -1, 64)
-		// encoding/json writes a one-digit exponent without its 0: e-7.
-		if n := len(b); b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-		return b
-	}
-	return strconv.AppendFloat(b, f, 'f', -1, 64)
+	return append(b, "null"...)
 }
