@@ -36,6 +36,7 @@ import (
 	"sync"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 	"github.com/hayloft/hayloft/sdk/plugin"
 	"github.com/hayloft/hayloft/sdk/stats"
 )
@@ -553,7 +554,7 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 		}
 	}
 	var valueBuf [32]byte // the longest float64 JSON number is 24 bytes
-	value, ok := plugin.AppendJSONFloat(valueBuf[:0], r.Response.Value)
+	value, ok := jsonstr.AppendFloat(valueBuf[:0], r.Response.Value)
 	if !ok {
 		if _, err := json.Marshal(r.Response.Value); err != nil {
 			return nil, err // json.Marshal's own words for NaN and Inf

@@ -86,9 +86,11 @@ func appendJSONArray[T any](b []byte, v []T, elem func([]byte, T) ([]byte, bool)
 	return append(b, ']'), true
 }
 
-// AppendJSONFloat appends json.Marshal(f)'s bytes (jsonstr.AppendFloat);
-// ok is false for NaN and ±Inf, which JSON cannot hold. It is here for
-// hosts that write scores as JSON at the rate plugins produce them.
+// AppendJSONFloat appends json.Marshal(f)'s bytes; ok is false for NaN
+// and ±Inf, which JSON cannot hold.
+//
+// Deprecated: use jsonstr.AppendFloat, which this calls; it stays for
+// plugins written against it.
 func AppendJSONFloat(b []byte, f float64) ([]byte, bool) {
 	return jsonstr.AppendFloat(b, f)
 }

@@ -27,7 +27,7 @@ import (
 	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
-	"github.com/hayloft/hayloft/sdk/plugin"
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 	"github.com/hayloft/hayloft/sdk/stats"
 )
 
@@ -384,7 +384,7 @@ type jsonField struct {
 }
 
 // appendFields appends an object of fields given in json.Marshal's key
-// order, numbers written as json.Marshal writes them (plugin.AppendJSONFloat);
+// order, numbers written as json.Marshal writes them (jsonstr.AppendFloat);
 // a nil list is null.
 func appendFields(b []byte, fields []jsonField) ([]byte, bool) {
 	b = append(b, '{')
@@ -405,7 +405,7 @@ func appendFields(b []byte, fields []jsonField) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = plugin.AppendJSONFloat(b, v); !ok {
+			if b, ok = jsonstr.AppendFloat(b, v); !ok {
 				return b, false
 			}
 		}

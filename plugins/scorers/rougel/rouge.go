@@ -22,7 +22,7 @@ import (
 
 	"github.com/hayloft/hayloft/plugins/internal/intern"
 	"github.com/hayloft/hayloft/sdk"
-	"github.com/hayloft/hayloft/sdk/plugin"
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
 
 // Names the scorers are registered under.
@@ -215,11 +215,11 @@ func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, ds
 		dst = make([]byte, 0, 128) // one allocation: the details are under 100 bytes
 	}
 	b := append(dst, `{"fmeasure":`...)
-	b, ok1 := plugin.AppendJSONFloat(b, best.Fmeasure)
+	b, ok1 := jsonstr.AppendFloat(b, best.Fmeasure)
 	b = append(b, `,"precision":`...)
-	b, ok2 := plugin.AppendJSONFloat(b, best.Precision)
+	b, ok2 := jsonstr.AppendFloat(b, best.Precision)
 	b = append(b, `,"recall":`...)
-	b, ok3 := plugin.AppendJSONFloat(b, best.Recall)
+	b, ok3 := jsonstr.AppendFloat(b, best.Recall)
 	if !ok1 || !ok2 || !ok3 {
 		full, err := s.Score(ctx, req) // json.Marshal's error, as for Score
 		return full, nil, err
