@@ -46,24 +46,22 @@ func BenchmarkGenerateParallel(b *testing.B) {
 			bench(b, root)
 		}
 	}
-	b.Run("server=process", process(benchGenerateParallel))
+	for _, tr := range []string{TransportAuto, TransportNetHTTP} {
+		b.Run("server=process,transport="+tr, process(func(b *testing.B, root string) { benchGenerateParallel(b, root, tr) }))
+	}
 	b.Run("server=process,client=nethttp", process(benchBareHTTPParallel))
 	b.Run("server=inprocess", func(b *testing.B) {
 		srv := openaitest.NewServer(openaitest.Options{Answer: func(openaitest.ChatRequest) string { return "ok" }})
 		defer srv.Close()
-		benchGenerateParallel(b, srv.BaseURL())
+		benchGenerateParallel(b, srv.BaseURL(), TransportAuto)
 	})
 }
 
 // benchPrompt is ~150 bytes once the counter is in.
 const benchPrompt = "Read the passage and answer briefly. The harbour master logged %08d ships before noon on the day of the storm.\nHow many ships were logged that day?"
 
-func benchGenerateParallel(b *testing.B, baseURL string) {
-	c, err := NewClient(context.Background(), sdk.MustOptions(map[string]any{"base_url": baseURL, "model": "fake-model"}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+func benchGenerateParallel(b *testing.B, baseURL, transport string) {
+	c := newBenchClient(b, baseURL, transport)
 	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
 	b.ReportAllocs()
 	var n atomic.Int64

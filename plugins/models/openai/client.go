@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,9 @@ func newHTTPClient() *http.Client {
 type doer struct {
 	s    *settings
 	http *http.Client
+	// pool carries requests to a plain-HTTP server without a proxy (see
+	// connPool); nil sends everything through http.
+	pool *connPool
 	// getHeader and postHeader are the headers of every request without and
 	// with a body. net/http only reads a client request's Header, so one
 	// map serves all requests instead of three Sets and an Authorization
@@ -60,7 +64,11 @@ func newDoer(s *settings) doer {
 	}
 	post := get.Clone()
 	post.Set("Content-Type", "application/json")
-	return doer{s: s, http: newHTTPClient(), getHeader: get, postHeader: post}
+	d := doer{s: s, http: newHTTPClient(), getHeader: get, postHeader: post}
+	if s.transport == TransportAuto {
+		d.pool = newConnPool(s.base, s.key)
+	}
+	return d
 }
 
 // redact removes the API key from text that may have come from the server.
@@ -203,32 +211,22 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 		}
 		*attempts = append(*attempts, a)
 	}()
-	actx, cancel := context.WithTimeout(ctx, d.s.timeout)
-	defer cancel()
-	var rd io.Reader
-	switch {
-	case payload.stream != nil:
-		rd = payload.stream()
-	case payload.bytes != nil:
-		rd = bytes.NewReader(payload.bytes)
+	var resp *http.Response
+	if target, ok := d.fastTarget(url); ok {
+		x, err := d.pool.roundTrip(ctx, method, target, payload, start.Add(d.s.timeout))
+		if err != nil {
+			return 0, 0, d.transportError(ctx, method, url, err)
+		}
+		defer x.finish()
+		resp = x.resp
+	} else {
+		var cancel context.CancelFunc
+		if resp, cancel, err = d.netHTTP(ctx, method, url, payload, start); err != nil {
+			return 0, 0, err
+		}
+		defer cancel()
+		defer resp.Body.Close()
 	}
-	req, err := http.NewRequestWithContext(actx, method, url, rd)
-	if err != nil {
-		return 0, 0, fmt.Errorf("build request %s %s: %w", method, url, err)
-	}
-	if payload.stream != nil {
-		req.ContentLength = payload.size
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(payload.stream()), nil }
-	}
-	req.Header = d.getHeader
-	if rd != nil {
-		req.Header = d.postHeader
-	}
-	resp, err := d.http.Do(req)
-	if err != nil {
-		return 0, 0, d.transportError(ctx, actx, method, url, err)
-	}
-	defer resp.Body.Close()
 	body := &bodyReader{r: resp.Body, left: maxBody}
 	status = resp.StatusCode
 	if status >= 200 && status < 300 {
@@ -240,7 +238,7 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 		case errors.Is(err, errTooLarge):
 			return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: %v", method, url, errTooLarge)}
 		case errors.As(err, &be):
-			return status, 0, d.transportError(ctx, actx, method, url, fmt.Errorf("read body: %w", be.err))
+			return status, 0, d.transportError(ctx, method, url, fmt.Errorf("read body: %w", be.err))
 		}
 		return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: d.redact(fmt.Sprintf("%s %s: %v", method, url, err))}
 	}
@@ -249,7 +247,7 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 		if errors.Is(err, errTooLarge) {
 			return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: %v", method, url, errTooLarge)}
 		}
-		return status, 0, d.transportError(ctx, actx, method, url, fmt.Errorf("read body: %w", err))
+		return status, 0, d.transportError(ctx, method, url, fmt.Errorf("read body: %w", err))
 	}
 	msg = d.redact(fmt.Sprintf("%s %s: HTTP %d: %s", method, url, status, msg))
 	switch {
@@ -263,14 +261,61 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 	}
 }
 
+// fastTarget is url's request-target when the connection pool carries
+// the request.
+func (d *doer) fastTarget(url string) (string, bool) {
+	if d.pool == nil {
+		return "", false
+	}
+	return d.pool.target(url)
+}
+
+// netHTTP sends a request through net/http and returns the answer's head
+// and what ends the attempt once its body is read; its error is a
+// classified transport error.
+func (d *doer) netHTTP(ctx context.Context, method, url string, payload reqBody, start time.Time) (*http.Response, context.CancelFunc, error) {
+	// The attempt's own timeout needs a context of its own unless the
+	// caller's ends first anyway (a call's deadline from the kernel).
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); !ok || dl.After(start.Add(d.s.timeout)) {
+		actx, cancel = context.WithDeadline(ctx, start.Add(d.s.timeout))
+	}
+	var rd io.Reader
+	switch {
+	case payload.stream != nil:
+		rd = payload.stream()
+	case payload.bytes != nil:
+		rd = bytes.NewReader(payload.bytes)
+	}
+	req, err := http.NewRequestWithContext(actx, method, url, rd)
+	if err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("build request %s %s: %w", method, url, err)
+	}
+	if payload.stream != nil {
+		req.ContentLength = payload.size
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(payload.stream()), nil }
+	}
+	req.Header = d.getHeader
+	if rd != nil {
+		req.Header = d.postHeader
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, d.transportError(ctx, method, url, err)
+	}
+	return resp, cancel, nil
+}
+
 // transportError classifies a failure with no HTTP answer. The caller's own
 // cancellation is final; anything else (a reset, a refused connection, an
 // attempt past its timeout) may work next time.
-func (d *doer) transportError(ctx, actx context.Context, method, url string, err error) error {
+func (d *doer) transportError(ctx context.Context, method, url string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s %s: %w", method, url, ctx.Err())
 	}
-	if actx.Err() != nil {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return sdk.Retryable(fmt.Errorf("%s %s: no answer within timeout %s", method, url, d.s.timeout), 0)
 	}
 	// Everything else is connection-level (refused, reset, EOF, a broken

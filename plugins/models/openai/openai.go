@@ -231,6 +231,9 @@ func (c *Client) models(ctx context.Context) ([]string, error) {
 // Close releases idle connections.
 func (c *Client) Close() error {
 	c.http.CloseIdleConnections()
+	if c.pool != nil {
+		c.pool.closeIdle()
+	}
 	return nil
 }
 

@@ -34,6 +34,28 @@ func newTestClient(t *testing.T, base string, extra map[string]any) *Client {
 	return c
 }
 
+// eachTransport runs test once through each transport: the connection
+// pool that carries plain-HTTP requests by default, and net/http.
+func eachTransport(t *testing.T, test func(t *testing.T, transport string)) {
+	for _, tr := range []string{TransportAuto, TransportNetHTTP} {
+		t.Run("transport="+tr, func(t *testing.T) { test(t, tr) })
+	}
+}
+
+// newTransportClient is newTestClient with the transport option set.
+func newTransportClient(t *testing.T, transport, base string, extra map[string]any) *Client {
+	t.Helper()
+	opts := map[string]any{"transport": transport}
+	for k, v := range extra {
+		opts[k] = v
+	}
+	c := newTestClient(t, base, opts)
+	if got := c.pool != nil; got != (transport == TransportAuto && strings.HasPrefix(base, "http://")) {
+		t.Fatalf("transport %s, base %s: connection pool in use = %v", transport, base, got)
+	}
+	return c
+}
+
 func chat(content string) *sdk.GenerateRequest {
 	return &sdk.GenerateRequest{Messages: []sdk.Message{{Role: "user", Content: content}}}
 }
@@ -83,7 +105,9 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-func TestGenerateSendsParams(t *testing.T) {
+func TestGenerateSendsParams(t *testing.T) { eachTransport(t, testGenerateSendsParams) }
+
+func testGenerateSendsParams(t *testing.T, transport string) {
 	var mu sync.Mutex
 	var seen []openaitest.ChatRequest
 	srv := openaitest.NewServer(openaitest.Options{Answer: func(r openaitest.ChatRequest) string {
@@ -93,7 +117,7 @@ func TestGenerateSendsParams(t *testing.T) {
 		return "forty two"
 	}})
 	defer srv.Close()
-	c := newTestClient(t, srv.BaseURL(), map[string]any{"extra_body": map[string]any{"top_k": 5}})
+	c := newTransportClient(t, transport, srv.BaseURL(), map[string]any{"extra_body": map[string]any{"top_k": 5}})
 	temp, seed := 0.0, int64(7)
 	tests := []struct {
 		name      string
@@ -153,7 +177,9 @@ func TestCompletionsEndpoint(t *testing.T) {
 	}
 }
 
-func TestFaults(t *testing.T) {
+func TestFaults(t *testing.T) { eachTransport(t, testFaults) }
+
+func testFaults(t *testing.T, transport string) {
 	tests := []struct {
 		name       string
 		opts       openaitest.Options
@@ -185,7 +211,7 @@ func TestFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := openaitest.NewServer(tt.opts)
 			defer srv.Close()
-			c := newTestClient(t, srv.BaseURL(), tt.client)
+			c := newTransportClient(t, transport, srv.BaseURL(), tt.client)
 			start := time.Now()
 			resp, err := c.Generate(context.Background(), chat("one two three four five"))
 			elapsed := time.Since(start)
@@ -263,12 +289,14 @@ func TestCancelDuringBackoff(t *testing.T) {
 
 // The key goes out as a Bearer token and never comes back in an error,
 // even when the server quotes it.
-func TestAPIKeyNeverLeaks(t *testing.T) {
+func TestAPIKeyNeverLeaks(t *testing.T) { eachTransport(t, testAPIKeyNeverLeaks) }
+
+func testAPIKeyNeverLeaks(t *testing.T, transport string) {
 	const key = "sk-planted-4f1c9e2b7a"
 	t.Setenv("HAYLOFT_TEST_KEY", key)
 	srv := openaitest.NewServer(openaitest.Options{APIKey: key, Faults: []openaitest.Fault{openaitest.Fault500, openaitest.FaultReset, openaitest.FaultMalformed}})
 	defer srv.Close()
-	c := newTestClient(t, srv.BaseURL(), map[string]any{"api_key_env": "HAYLOFT_TEST_KEY", "max_retries": 1})
+	c := newTransportClient(t, transport, srv.BaseURL(), map[string]any{"api_key_env": "HAYLOFT_TEST_KEY", "max_retries": 1})
 
 	var texts []string
 	collect := func(resp *sdk.GenerateResponse, err error) {
@@ -299,7 +327,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		http.Error(w, `{"error":{"message":"bad key `+r.Header.Get("Authorization")+`","code":"invalid_api_key"}}`, http.StatusUnauthorized)
 	}))
 	defer quoting.Close()
-	q := newTestClient(t, quoting.URL+"/v1", map[string]any{"api_key_env": "HAYLOFT_TEST_KEY"})
+	q := newTransportClient(t, transport, quoting.URL+"/v1", map[string]any{"api_key_env": "HAYLOFT_TEST_KEY"})
 	_, err := q.Generate(context.Background(), chat("d"))
 	// A 401 on the first request is the config's error (the key), not the
 	// sample's.
@@ -324,7 +352,9 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 // 1,000 concurrent requests against random faults: each ends in an answer
 // or a recorded error, retries stay bounded, and the server saw exactly the
 // attempts the client reports.
-func TestConcurrentFaults(t *testing.T) {
+func TestConcurrentFaults(t *testing.T) { eachTransport(t, testConcurrentFaults) }
+
+func testConcurrentFaults(t *testing.T, transport string) {
 	srv := openaitest.NewServer(openaitest.Options{
 		FailRate:   0.3,
 		FaultKinds: []openaitest.Fault{openaitest.Fault429, openaitest.Fault500, openaitest.FaultReset, openaitest.FaultMalformed},
@@ -332,7 +362,7 @@ func TestConcurrentFaults(t *testing.T) {
 	})
 	defer srv.Close()
 	const maxRetries = 3
-	c := newTestClient(t, srv.BaseURL(), map[string]any{"max_retries": maxRetries})
+	c := newTransportClient(t, transport, srv.BaseURL(), map[string]any{"max_retries": maxRetries})
 	const n = 1000
 	type result struct {
 		attempts []sdk.Attempt
@@ -416,7 +446,9 @@ func TestLogLikelihood(t *testing.T) {
 	}
 }
 
-func TestEmbedder(t *testing.T) {
+func TestEmbedder(t *testing.T) { eachTransport(t, testEmbedder) }
+
+func testEmbedder(t *testing.T, transport string) {
 	srv := openaitest.NewServer(openaitest.Options{EmbeddingDim: 16, Faults: []openaitest.Fault{openaitest.Fault500}})
 	defer srv.Close()
 	e, err := NewEmbedder(context.Background(), sdk.MustOptions(map[string]any{
@@ -444,7 +476,9 @@ func TestEmbedder(t *testing.T) {
 	}
 }
 
-func TestTokenize(t *testing.T) {
+func TestTokenize(t *testing.T) { eachTransport(t, testTokenize) }
+
+func testTokenize(t *testing.T, transport string) {
 	texts := []string{"Hello, world", "小明在北京", "", "one two three four"}
 	tests := []struct {
 		style       openaitest.TokenizeStyle
@@ -460,7 +494,7 @@ func TestTokenize(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%s", tt.style, tt.tokenizer), func(t *testing.T) {
 			srv := openaitest.NewServer(openaitest.Options{Tokenize: tt.style})
 			defer srv.Close()
-			c := newTestClient(t, srv.BaseURL(), map[string]any{"tokenizer": tt.tokenizer})
+			c := newTransportClient(t, transport, srv.BaseURL(), map[string]any{"tokenizer": tt.tokenizer})
 			resp, err := c.Tokenize(context.Background(), &sdk.TokenizeRequest{Texts: texts})
 			if tt.unsupported {
 				if !errors.Is(err, sdk.ErrUnsupported) {
@@ -622,11 +656,13 @@ func TestLoglikelihoodMode(t *testing.T) {
 // A long prompt's body is encoded as it is sent: the bytes are encode's,
 // the declared length is theirs, and every attempt (a 500 and a reset
 // before the answer) gets the whole body again.
-func TestLongPromptBodyStreamed(t *testing.T) {
+func TestLongPromptBodyStreamed(t *testing.T) { eachTransport(t, testLongPromptBodyStreamed) }
+
+func testLongPromptBodyStreamed(t *testing.T, transport string) {
 	long := strings.Repeat("hay <&> \"é日🐄\" \n", streamBodyBytes/8) + "\xe2" + strings.Repeat("\x80", messagesPiece+5)
 	r := request{Model: "fake-model", MaxTokens: 4, Stop: []string{"\n"},
 		Messages: []sdk.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: long}, {Role: "user", Content: ""}}}
-	c := newTestClient(t, "http://127.0.0.1/v1", map[string]any{"extra_body": map[string]any{"top_k": 5}})
+	c := newTransportClient(t, transport, "http://127.0.0.1/v1", map[string]any{"extra_body": map[string]any{"top_k": 5}})
 	want, err := c.encode(&r)
 	if err != nil {
 		t.Fatal(err)
@@ -654,7 +690,7 @@ func TestLongPromptBodyStreamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	c = newTestClient(t, srv.BaseURL(), nil)
+	c = newTransportClient(t, transport, srv.BaseURL(), nil)
 	resp, err := c.Generate(context.Background(), &sdk.GenerateRequest{Messages: r.Messages})
 	if err != nil {
 		t.Fatal(err)

@@ -57,6 +57,13 @@ type Options struct {
 	// "off" is for a proxy that does not pass events through.
 	Stream string `json:"stream"`
 
+	// Transport is "auto" (default) or "net/http". "auto" sends requests to
+	// a plain http:// server that no proxy variable covers over hayloft's
+	// own keep-alive connections (connPool: a request costs less CPU than
+	// through net/http's Transport) and everything else (https, proxies)
+	// through net/http; "net/http" always uses net/http.
+	Transport string `json:"transport"`
+
 	// APIKey exists only to reject a key written in the config with a
 	// message that says what to do instead.
 	APIKey json.RawMessage `json:"api_key"`
@@ -84,7 +91,14 @@ type settings struct {
 	loglikelihood   bool
 	maxConnFails    int    // 0: never stop
 	stream          string // StreamAuto, StreamOn or StreamOff
+	transport       string // TransportAuto or TransportNetHTTP
 }
+
+// Transport settings (Options.Transport).
+const (
+	TransportAuto    = "auto"
+	TransportNetHTTP = "net/http"
+)
 
 func parseOptions(opts sdk.Options) (*settings, error) {
 	var o Options
@@ -169,6 +183,14 @@ func parseOptions(opts sdk.Options) (*settings, error) {
 		s.stream = o.Stream
 	default:
 		return nil, sdk.Configf("stream", "want \"auto\", \"on\" or \"off\", got %q", o.Stream)
+	}
+	switch o.Transport {
+	case "", TransportAuto:
+		s.transport = TransportAuto
+	case TransportNetHTTP:
+		s.transport = TransportNetHTTP
+	default:
+		return nil, sdk.Configf("transport", "want \"auto\" or \"net/http\", got %q", o.Transport)
 	}
 	s.maxConnFails = 5
 	if o.MaxConnectionFailures != nil {

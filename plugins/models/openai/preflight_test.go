@@ -25,7 +25,9 @@ func deadURL(t *testing.T) string {
 	return "http://" + addr + "/v1"
 }
 
-func TestPreflight(t *testing.T) {
+func TestPreflight(t *testing.T) { eachTransport(t, testPreflight) }
+
+func testPreflight(t *testing.T, transport string) {
 	status := func(code int) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"error":{"message":"no"}}`, code)
@@ -48,7 +50,7 @@ func TestPreflight(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := newTestClient(t, c.base, nil).Provision(context.Background())
+			err := newTransportClient(t, transport, c.base, nil).Provision(context.Background())
 			var ce *sdk.ConfigError
 			switch {
 			case c.field == "" && err != nil:

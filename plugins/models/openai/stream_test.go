@@ -15,7 +15,9 @@ import (
 
 // A streamed answer, assembled, is the answer the server sends whole: text,
 // finish reason and usage with its cached tokens, from every kind of server.
-func TestStreamSameAnswer(t *testing.T) {
+func TestStreamSameAnswer(t *testing.T) { eachTransport(t, testStreamSameAnswer) }
+
+func testStreamSameAnswer(t *testing.T, transport string) {
 	doc := strings.Repeat("word ", 40)
 	reqs := []*sdk.GenerateRequest{
 		chat(doc + "first question"),
@@ -43,7 +45,7 @@ func TestStreamSameAnswer(t *testing.T) {
 				if tc.name == "completions" {
 					extra["endpoint"] = "completions"
 				}
-				c := newTestClient(t, s.BaseURL(), extra)
+				c := newTransportClient(t, transport, s.BaseURL(), extra)
 				for _, req := range reqs {
 					resp, err := c.Generate(context.Background(), req)
 					if err != nil {

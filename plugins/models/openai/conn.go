@@ -1,0 +1,270 @@
+package openai
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// connPool carries requests to a plain-HTTP server over HTTP/1.1
+// keep-alive connections, writing each request and reading its answer on
+// the caller's goroutine. net/http's Transport hands every request to two
+// goroutines per connection (a writer and a reader) through channels; on a
+// local server answering at once, those hand-offs, the Request it builds
+// and the context per attempt were most of this process's CPU per request.
+// The answer is parsed by net/http itself (http.ReadResponse), so chunked
+// bodies, keep-alive rules and headers follow the library; only the pool
+// and the request head are ours. Anything it does not cover (https, a
+// proxy) stays with net/http: see newConnPool.
+type connPool struct {
+	origin string // "http://host:port" as base_url spells it; URLs it starts are ours
+	addr   string // host:port to dial
+	// head is the part of every request head after the request line:
+	// Host, User-Agent, Accept, Authorization.
+	head string
+	// staleAfter is how long a connection may sit idle before it is
+	// checked before use (the constant, but for tests).
+	staleAfter time.Duration
+
+	mu   sync.Mutex
+	idle []*pconn // most recently used last
+}
+
+// maxIdleConns matches the net/http client's MaxIdleConnsPerHost.
+const maxIdleConns = 1024
+
+// staleAfter is how long a connection may sit idle before it is checked
+// for a close by the server before use. A server closes idle connections
+// after seconds (uvicorn 5 s), and net/http learns of it at once from its
+// reader goroutine; here the check costs a syscall, so connections reused
+// back to back skip it.
+const staleAfter = 100 * time.Millisecond // connPool.staleAfter
+
+// dialTimeout and keepAlive are net/http's DefaultTransport's.
+const (
+	dialTimeout = 30 * time.Second
+	keepAlive   = 30 * time.Second
+)
+
+// pconn is one keep-alive connection.
+type pconn struct {
+	net.Conn
+	br   *bufio.Reader
+	head []byte // the request head being written, reused
+	used time.Time
+}
+
+// newConnPool is the pool for base, or nil when net/http must carry the
+// requests: https (TLS), or a proxy the environment names for base.
+func newConnPool(base, key string) *connPool {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+		return nil
+	}
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || p != nil {
+		return nil
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	head := "Host: " + u.Host + "\r\nUser-Agent: hayloft-openai\r\nAccept: application/json\r\n"
+	if key != "" {
+		head += "Authorization: Bearer " + key + "\r\n"
+	}
+	return &connPool{origin: u.Scheme + "://" + u.Host, addr: addr, head: head, staleAfter: staleAfter}
+}
+
+// target is the request-target of rawURL, or false when the URL is not
+// on this pool's server.
+func (p *connPool) target(rawURL string) (string, bool) {
+	rest, ok := strings.CutPrefix(rawURL, p.origin)
+	switch {
+	case !ok:
+		return "", false
+	case rest == "":
+		return "/", true
+	case rest[0] == '/':
+		return rest, true
+	}
+	return "", false
+}
+
+// get is an idle connection, or a new one.
+func (p *connPool) get(ctx context.Context, deadline time.Time) (*pconn, error) {
+	for {
+		p.mu.Lock()
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		if time.Since(c.used) < p.staleAfter || alive(c.Conn) {
+			return c, nil
+		}
+		c.Close()
+	}
+	d := net.Dialer{Timeout: dialTimeout, KeepAlive: keepAlive, Deadline: deadline}
+	conn, err := d.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &pconn{Conn: conn, br: bufio.NewReaderSize(conn, 4096)}, nil
+}
+
+// put returns c to the pool.
+func (p *connPool) put(c *pconn) {
+	c.used = time.Now()
+	p.mu.Lock()
+	if len(p.idle) < maxIdleConns {
+		p.idle = append(p.idle, c)
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// closeIdle closes every idle connection.
+func (p *connPool) closeIdle() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.Close()
+	}
+}
+
+// aLongTimeAgo is a deadline that has passed: setting it makes a blocked
+// read or write on the connection return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// exchange is one request in flight on a pooled connection.
+type exchange struct {
+	p    *connPool
+	c    *pconn
+	resp *http.Response
+	stop func() bool // ends the watch on the caller's context
+}
+
+// roundTrip writes the request and reads the answer's head. The attempt
+// must end by deadline; ctx's cancellation aborts it at once. The caller
+// reads resp.Body and then calls finish.
+func (p *connPool) roundTrip(ctx context.Context, method, target string, payload reqBody, deadline time.Time) (*exchange, error) {
+	c, err := p.get(ctx, deadline)
+	if err != nil {
+		return nil, err
+	}
+	x := &exchange{p: p, c: c}
+	if err := c.SetDeadline(deadline); err != nil {
+		c.Close()
+		return nil, err
+	}
+	x.stop = context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
+	if err := x.write(method, target, payload); err != nil {
+		x.abort()
+		return nil, err
+	}
+	for {
+		resp, err := http.ReadResponse(c.br, nil)
+		if err != nil {
+			x.abort()
+			return nil, err
+		}
+		// An informational answer (100 Continue, 103 Early Hints) comes
+		// before the real one.
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue
+		}
+		x.resp = resp
+		return x, nil
+	}
+}
+
+// write sends the request: a head and a body of bytes in one writev, or a
+// streamed body through a buffer.
+func (x *exchange) write(method, target string, payload reqBody) error {
+	c := x.c
+	h := append(c.head[:0], method...)
+	h = append(append(append(h, ' '), target...), " HTTP/1.1\r\n"...)
+	h = append(h, x.p.head...)
+	size := int64(len(payload.bytes))
+	if payload.stream != nil {
+		size = payload.size
+	}
+	if payload.stream != nil || payload.bytes != nil {
+		h = append(h, "Content-Type: application/json\r\nContent-Length: "...)
+		h = append(strconv.AppendInt(h, size, 10), "\r\n"...)
+	}
+	h = append(h, "\r\n"...)
+	c.head = h
+	if payload.stream == nil {
+		bufs := net.Buffers{h, payload.bytes}
+		_, err := bufs.WriteTo(c.Conn)
+		return err
+	}
+	w := bufio.NewWriterSize(c.Conn, 32<<10)
+	w.Write(h)
+	n, err := io.Copy(w, payload.stream())
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("request body is %d bytes, announced %d", n, size)
+	}
+	return w.Flush()
+}
+
+// abort ends an exchange whose connection cannot be reused.
+func (x *exchange) abort() {
+	x.stop()
+	x.c.Close()
+}
+
+// finish ends the exchange after its body was read: the connection goes
+// back to the pool if the body was read to its end, the server keeps it
+// open and the caller's context did not touch it.
+func (x *exchange) finish() {
+	body := x.resp.Body
+	reusable := !x.resp.Close && atEOF(body)
+	body.Close()
+	if !x.stop() || !reusable || x.c.SetDeadline(time.Time{}) != nil {
+		// stop false: the context's watch ran (or runs) and set a past
+		// deadline, maybe after the one just cleared.
+		x.c.Close()
+		return
+	}
+	x.p.put(x.c)
+}
+
+// atEOF reports whether body has nothing left, reading at most a little:
+// a reader that stopped early (a streamed answer after its last event)
+// usually left only the end of the chunked encoding.
+func atEOF(body io.Reader) bool {
+	var b [512]byte
+	for range 4 {
+		n, err := body.Read(b[:])
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil || n == 0 {
+			return false
+		}
+	}
+	return false
+}
