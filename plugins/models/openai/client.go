@@ -184,6 +184,7 @@ var errTooLarge = fmt.Errorf("response larger than %d bytes", maxBody)
 type bodyReader struct {
 	r    io.Reader
 	left int64
+	eof  bool // r said io.EOF
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -195,7 +196,8 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
-	if err != nil && err != io.EOF {
+	b.eof = err == io.EOF
+	if err != nil && !b.eof {
 		err = &bodyError{err}
 	}
 	return n, err
@@ -212,12 +214,13 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 		*attempts = append(*attempts, a)
 	}()
 	var resp *http.Response
+	body := &bodyReader{left: maxBody}
 	if target, ok := d.fastTarget(url); ok {
 		x, err := d.pool.roundTrip(ctx, method, target, payload, start.Add(d.s.timeout))
 		if err != nil {
 			return 0, 0, d.transportError(ctx, method, url, err)
 		}
-		defer x.finish()
+		defer func() { x.finish(body.eof) }()
 		resp = x.resp
 	} else {
 		var cancel context.CancelFunc
@@ -227,7 +230,7 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 		defer cancel()
 		defer resp.Body.Close()
 	}
-	body := &bodyReader{r: resp.Body, left: maxBody}
+	body.r = resp.Body
 	status = resp.StatusCode
 	if status >= 200 && status < 300 {
 		err := read(body)

@@ -99,7 +99,9 @@ func (p *connPool) target(rawURL string) (string, bool) {
 	return "", false
 }
 
-// get is an idle connection, or a new one.
+// get is an idle connection, or a new one, with deadline set. A
+// connection keeps its last deadline while idle: setting the next one
+// replaces it, and clearing it would cost as much again.
 func (p *connPool) get(ctx context.Context, deadline time.Time) (*pconn, error) {
 	for {
 		p.mu.Lock()
@@ -112,7 +114,9 @@ func (p *connPool) get(ctx context.Context, deadline time.Time) (*pconn, error) 
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		if time.Since(c.used) < p.staleAfter || alive(c.Conn) {
+		// The deadline first: the last request's may have passed, and
+		// the check reads under it.
+		if c.SetDeadline(deadline) == nil && (time.Since(c.used) < p.staleAfter || alive(c.Conn)) {
 			return c, nil
 		}
 		c.Close()
@@ -120,6 +124,10 @@ func (p *connPool) get(ctx context.Context, deadline time.Time) (*pconn, error) 
 	d := net.Dialer{Timeout: dialTimeout, KeepAlive: keepAlive, Deadline: deadline}
 	conn, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
+		return nil, err
+	}
+	if err := conn.SetDeadline(deadline); err != nil {
+		conn.Close()
 		return nil, err
 	}
 	return &pconn{Conn: conn, br: bufio.NewReaderSize(conn, 4096)}, nil
@@ -171,10 +179,6 @@ func (p *connPool) roundTrip(ctx context.Context, method, target string, payload
 		return nil, err
 	}
 	x := &exchange{p: p, c: c}
-	if err := c.SetDeadline(deadline); err != nil {
-		c.Close()
-		return nil, err
-	}
 	x.stop = context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
 	if err := x.write(method, target, payload); err != nil {
 		x.abort()
@@ -236,14 +240,14 @@ func (x *exchange) abort() {
 	x.c.Close()
 }
 
-// finish ends the exchange after its body was read: the connection goes
-// back to the pool if the body was read to its end, the server keeps it
-// open and the caller's context did not touch it.
-func (x *exchange) finish() {
+// finish ends the exchange after its body was read (to its end if eof):
+// the connection goes back to the pool if the body was read to its end,
+// the server keeps it open and the caller's context did not touch it.
+func (x *exchange) finish(eof bool) {
 	body := x.resp.Body
-	reusable := !x.resp.Close && atEOF(body)
+	reusable := !x.resp.Close && (eof || atEOF(body))
 	body.Close()
-	if !x.stop() || !reusable || x.c.SetDeadline(time.Time{}) != nil {
+	if !x.stop() || !reusable {
 		// stop false: the context's watch ran (or runs) and set a past
 		// deadline, maybe after the one just cleared.
 		x.c.Close()
