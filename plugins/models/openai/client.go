@@ -233,17 +233,10 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 	body.r = resp.Body
 	status = resp.StatusCode
 	if status >= 200 && status < 300 {
-		err := read(body)
-		var be *bodyError
-		switch {
-		case err == nil:
-			return status, 0, nil
-		case errors.Is(err, errTooLarge):
-			return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: %v", method, url, errTooLarge)}
-		case errors.As(err, &be):
-			return status, 0, d.transportError(ctx, method, url, fmt.Errorf("read body: %w", be.err))
+		if err := read(body); err != nil {
+			return status, 0, d.readError(ctx, method, url, err)
 		}
-		return status, 0, &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: d.redact(fmt.Sprintf("%s %s: %v", method, url, err))}
+		return status, 0, nil
 	}
 	var code, msg string
 	if err := buffered(func(raw []byte) error { code, msg = errorBody(raw); return nil })(body); err != nil {
@@ -262,6 +255,18 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 	default:
 		return status, 0, &sdk.RequestError{Code: sdk.CodeBadRequest, Msg: msg}
 	}
+}
+
+// readError classifies the error of reading a 2xx answer's body.
+func (d *doer) readError(ctx context.Context, method, url string, err error) error {
+	var be *bodyError
+	switch {
+	case errors.Is(err, errTooLarge):
+		return &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: fmt.Sprintf("%s %s: %v", method, url, errTooLarge)}
+	case errors.As(err, &be):
+		return d.transportError(ctx, method, url, fmt.Errorf("read body: %w", be.err))
+	}
+	return &sdk.RequestError{Code: sdk.CodeBadResponse, Msg: d.redact(fmt.Sprintf("%s %s: %v", method, url, err))}
 }
 
 // fastTarget is url's request-target when the connection pool carries

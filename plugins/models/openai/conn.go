@@ -61,6 +61,10 @@ type pconn struct {
 	br   *bufio.Reader
 	head []byte // the request head being written, reused
 	used time.Time
+	x    exchange // the request in flight on it
+	// cancel aborts the request in flight, from the caller's context:
+	// made once, as a context.AfterFunc for every request.
+	cancel func()
 }
 
 // newConnPool is the pool for base, or nil when net/http must carry the
@@ -130,7 +134,9 @@ func (p *connPool) get(ctx context.Context, deadline time.Time) (*pconn, error) 
 		conn.Close()
 		return nil, err
 	}
-	return &pconn{Conn: conn, br: bufio.NewReaderSize(conn, 4096)}, nil
+	c := &pconn{Conn: conn, br: bufio.NewReaderSize(conn, 4096)}
+	c.cancel = func() { c.SetDeadline(aLongTimeAgo) }
+	return c, nil
 }
 
 // put returns c to the pool.
@@ -162,6 +168,11 @@ func (p *connPool) closeIdle() {
 // read or write on the connection return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// copyBody is the largest body copied behind the head into the
+// connection's buffer to go out in one write; a larger one is written from
+// where it is, head and body in one writev.
+const copyBody = 16 << 10
+
 // exchange is one request in flight on a pooled connection.
 type exchange struct {
 	p    *connPool
@@ -178,8 +189,8 @@ func (p *connPool) roundTrip(ctx context.Context, method, target string, payload
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{p: p, c: c}
-	x.stop = context.AfterFunc(ctx, func() { c.SetDeadline(aLongTimeAgo) })
+	x := &c.x
+	*x = exchange{p: p, c: c, stop: context.AfterFunc(ctx, c.cancel)}
 	if err := x.write(method, target, payload); err != nil {
 		x.abort()
 		return nil, err
@@ -217,6 +228,12 @@ func (x *exchange) write(method, target string, payload reqBody) error {
 	}
 	h = append(h, "\r\n"...)
 	c.head = h
+	if payload.stream == nil && len(payload.bytes) <= copyBody {
+		h = append(h, payload.bytes...)
+		c.head = h[:0]
+		_, err := c.Write(h)
+		return err
+	}
 	if payload.stream == nil {
 		bufs := net.Buffers{h, payload.bytes}
 		_, err := bufs.WriteTo(c.Conn)

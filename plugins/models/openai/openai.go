@@ -15,6 +15,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -407,63 +409,81 @@ func (c *Client) post(ctx context.Context, url string, r *request, parse func([]
 // growing buffer and final copy. The bytes are json.Marshal's, fields in
 // the struct's order.
 func (c *Client) encode(r *request) ([]byte, error) {
-	head, tail, err := c.split(r)
+	scratch := bodyPool.Get().(*bytes.Buffer)
+	defer bodyPool.Put(scratch)
+	parts, h, err := c.appendSplit(scratch.AvailableBuffer(), r)
 	if err != nil {
 		return nil, err
 	}
-	n := len(head) + len(tail)
+	n := len(parts)
 	if len(r.Messages) > 0 {
 		n += sdk.MessagesJSONLen(r.Messages)
 	}
-	out := append(make([]byte, 0, n), head...)
+	out := append(make([]byte, 0, n), parts[:h]...)
 	if len(r.Messages) > 0 {
 		out = sdk.AppendMessagesJSON(out, r.Messages)
 	}
-	return append(out, tail...), nil
+	out = append(out, parts[h:]...)
+	if cap(parts) > cap(scratch.AvailableBuffer()) && cap(parts) <= maxPooledBody {
+		// Grown: keep the larger buffer for next time.
+		*scratch = *bytes.NewBuffer(parts[:0])
+	}
+	return out, nil
 }
 
 // split is r's encoding around its messages: head ends with "messages":
 // when there are messages (omitempty), tail is the fields after them and
 // the closing brace.
 func (c *Client) split(r *request) (head, tail []byte, err error) {
+	parts, h, err := c.appendSplit(nil, r)
+	return parts[:h:h], parts[h:], err
+}
+
+// appendSplit appends split's head and tail to dst, in one buffer: the
+// head is parts[:h].
+func (c *Client) appendSplit(dst []byte, r *request) (parts []byte, h int, err error) {
+	start := len(dst)
 	sep := func(out []byte) []byte {
-		if len(out) > 1 {
+		if len(out) > start+1 {
 			out = append(out, ',')
 		}
 		return out
 	}
-	head = append([]byte{'{'}, c.s.extra...)
-	if r.Model != "" {
-		head = jsonstr.AppendQuoted(append(sep(head), `"model":`...), r.Model)
-	}
-	if len(r.Messages) > 0 {
-		head = append(sep(head), `"messages":`...)
-	}
-	// The fields after the messages, after a comma if anything precedes
-	// them; encoded to size (a legacy prompt may be long).
-	size := 128
+	// The fields after the messages are encoded to size (a legacy prompt
+	// may be long).
+	size := 1 + len(c.s.extra) + 16 + jsonstr.QuotedLen(r.Model) + 128
 	if r.Prompt != nil {
 		size += jsonstr.QuotedLen(*r.Prompt)
 	}
-	tail = make([]byte, 0, size)
-	if len(head) > 1 {
-		tail = append(tail, ',')
+	dst = slices.Grow(dst, size)
+	dst = append(append(dst, '{'), c.s.extra...)
+	if r.Model != "" {
+		dst = jsonstr.AppendQuoted(append(sep(dst), `"model":`...), r.Model)
 	}
-	params, ok := appendParams(tail, r)
+	if len(r.Messages) > 0 {
+		dst = append(sep(dst), `"messages":`...)
+	}
+	h = len(dst)
+	// After a comma if anything precedes them.
+	if h > start+1 {
+		dst = append(dst, ',')
+	}
+	tail := len(dst)
+	params, ok := appendParams(dst, r)
 	if !ok {
 		// json.Marshal gives the error (a NaN, an infinity).
 		rest := *r
 		rest.Messages, rest.Model = nil, ""
 		b, err := json.Marshal(&rest)
 		if err != nil {
-			return nil, nil, err
+			return nil, 0, err
 		}
-		params = append(tail, b[1:len(b)-1]...)
+		params = append(dst, b[1:len(b)-1]...)
 	}
-	if len(params) == len(tail) {
-		params = params[:0] // no fields: no comma
+	if len(params) == tail {
+		params = params[:h] // no fields: no comma
 	}
-	return head, append(params, '}'), nil
+	return append(params, '}')[start:], h - start, nil
 }
 
 // streamBodyBytes is the messages' length from which a body is encoded as
