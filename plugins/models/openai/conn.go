@@ -25,6 +25,14 @@ import (
 // bodies, keep-alive rules and headers follow the library; only the pool
 // and the request head are ours. Anything it does not cover (https, a
 // proxy) stays with net/http: see newConnPool.
+//
+// One difference remains: the answer is read once the body is written. A
+// server that answers before reading the body and closes is still heard
+// (roundTrip reads after a failed write); one that neither reads a body
+// larger than the socket buffers nor closes holds the attempt to its
+// timeout, where net/http would return its early answer. Servers that
+// reject a body unread close the connection (Go's, nginx after draining
+// it), and model servers read every body whole.
 type connPool struct {
 	origin string // "http://host:port" as base_url spells it; URLs it starts are ours
 	addr   string // host:port to dial
@@ -191,15 +199,21 @@ func (p *connPool) roundTrip(ctx context.Context, method, target string, payload
 	}
 	x := &c.x
 	*x = exchange{p: p, c: c, stop: context.AfterFunc(ctx, c.cancel)}
-	if err := x.write(method, target, payload); err != nil {
-		x.abort()
-		return nil, err
-	}
+	werr := x.write(method, target, payload)
 	for {
 		resp, err := http.ReadResponse(c.br, nil)
 		if err != nil {
 			x.abort()
+			if werr != nil {
+				return nil, werr
+			}
 			return nil, err
+		}
+		if werr != nil {
+			// The server answered before taking the whole body (a 413,
+			// say) and closed: its answer says more than the broken
+			// write, as with net/http. The connection is done.
+			resp.Close = true
 		}
 		// An informational answer (100 Continue, 103 Early Hints) comes
 		// before the real one.
@@ -246,6 +260,9 @@ func (x *exchange) write(method, target string, payload reqBody) error {
 		return err
 	}
 	if n != size {
+		// Not the network's failure: no answer will come, so the read
+		// that follows must not wait for one.
+		c.Close()
 		return fmt.Errorf("request body is %d bytes, announced %d", n, size)
 	}
 	return w.Flush()

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -8,11 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hayloft/hayloft/plugins/models/openai/openaitest"
 	"github.com/hayloft/hayloft/sdk"
 )
 
@@ -199,4 +202,97 @@ func newBenchClient(b *testing.B, base, transport string) *Client {
 	}
 	b.Cleanup(func() { c.Close() })
 	return c
+}
+
+// Bodies of every size go out whole: copied behind the head, written
+// beside it (writev), or encoded as they are sent.
+func TestConnPoolBodySizes(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Options{})
+	defer srv.Close()
+	c := newTransportClient(t, TransportAuto, srv.BaseURL(), nil)
+	for _, n := range []int{10, copyBody + 100, streamBodyBytes + 100} {
+		prompt := strings.Repeat("hay é\"\n", n/8+1)[:n]
+		prompt = strings.ToValidUTF8(prompt, "")
+		if _, err := c.Generate(context.Background(), chat(prompt)); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if got := srv.Prompts()[prompt]; got != 1 {
+			t.Errorf("%d-byte prompt: the server saw it %d times, want 1", n, got)
+		}
+	}
+}
+
+// An HTTP/1.0 answer without a length ends at the close of the
+// connection, which is then not reused.
+func TestConnPoolAnswerUntilClose(t *testing.T) { eachTransport(t, testConnPoolAnswerUntilClose) }
+
+func testConnPoolAnswerUntilClose(t *testing.T, transport string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer conn.Close()
+				req, err := http.ReadRequest(bufio.NewReader(conn))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(conn, "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"+connAnswer)
+			}()
+		}
+	}()
+	c := newTransportClient(t, transport, "http://"+l.Addr().String()+"/v1", map[string]any{"max_retries": 0})
+	for i := range 3 {
+		resp, err := c.Generate(context.Background(), chat("hello"))
+		if err != nil || resp.Text != "ok" {
+			t.Fatalf("request %d: %+v, %v", i, resp, err)
+		}
+	}
+	if got := accepted.Load(); got != 3 {
+		t.Errorf("%d connections for 3 answers that end at the close, want 3", got)
+	}
+}
+
+// A server that answers before it has read a large body and closes gets
+// its answer seen (a 413 here), not a broken write.
+//
+// Only through the pool: net/http reads the answer while it writes, and
+// which of the two ends first decides what it reports.
+func TestConnPoolEarlyAnswer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+					return
+				}
+				io.WriteString(conn, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 40\r\n\r\n"+`{"error":{"message":"body too large!!"}}`)
+			}()
+		}
+	}()
+	c := newTransportClient(t, TransportAuto, "http://"+l.Addr().String()+"/v1", map[string]any{"max_retries": 0})
+	_, err = c.Generate(context.Background(), chat(strings.Repeat("hay ", 4<<20)))
+	var ae *AttemptsError
+	if !errors.As(err, &ae) || len(ae.Attempts) != 1 || ae.Attempts[0].Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("err = %v, want one attempt answered 413", err)
+	}
 }
