@@ -253,9 +253,12 @@ func (x *exchange) write(method, target string, payload reqBody) error {
 		_, err := bufs.WriteTo(c.Conn)
 		return err
 	}
-	w := bufio.NewWriterSize(c.Conn, 32<<10)
-	w.Write(h)
-	n, err := io.Copy(w, payload.stream())
+	// The head alone, then the body as it is encoded: its pieces are
+	// tens of kilobytes, so one more write costs nothing that matters.
+	if _, err := c.Write(h); err != nil {
+		return err
+	}
+	n, err := io.Copy(c.Conn, payload.stream())
 	if err != nil {
 		return err
 	}
@@ -265,7 +268,7 @@ func (x *exchange) write(method, target string, payload reqBody) error {
 		c.Close()
 		return fmt.Errorf("request body is %d bytes, announced %d", n, size)
 	}
-	return w.Flush()
+	return nil
 }
 
 // abort ends an exchange whose connection cannot be reused.

@@ -539,6 +539,25 @@ func (m *messagesReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo writes what is left to w a piece at a time, from the buffer the
+// pieces are encoded in: io.Copy needs no buffer of its own.
+func (m *messagesReader) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for {
+		if len(m.pending) > 0 {
+			k, err := w.Write(m.pending)
+			n += int64(k)
+			m.pending = m.pending[k:]
+			if err != nil {
+				return n, err
+			}
+		}
+		if !m.fill() {
+			return n, nil
+		}
+	}
+}
+
 // fill encodes what comes next into pending; false at the end.
 func (m *messagesReader) fill() bool {
 	if m.buf == nil {

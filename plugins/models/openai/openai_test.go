@@ -676,6 +676,11 @@ func testLongPromptBodyStreamed(t *testing.T, transport string) {
 		if err != nil || string(got) != string(want) || body.size != int64(len(want)) {
 			t.Fatalf("streamed %d bytes (declared %d, %v), encode gives %d; equal: %v", len(got), body.size, err, len(want), string(got) == string(want))
 		}
+		// io.Copy takes the reader's WriteTo.
+		var w strings.Builder
+		if n, err := io.Copy(&w, body.stream()); err != nil || w.String() != string(want) || n != int64(len(want)) {
+			t.Fatalf("WriteTo: %d bytes (%v), encode gives %d; equal: %v", n, err, len(want), w.String() == string(want))
+		}
 	}
 
 	var seen []string
