@@ -87,6 +87,7 @@ func TestOptions(t *testing.T) {
 		{"reserved extra_body", map[string]any{"base_url": "http://127.0.0.1/v1", "extra_body": map[string]any{"temperature": 1}}, "extra_body"},
 		{"unknown option", map[string]any{"base_url": "http://127.0.0.1/v1", "temprature": 1}, "temprature"},
 		{"bad batch", map[string]any{"base_url": "http://127.0.0.1/v1", "batch_size": -2}, "batch_size"},
+		{"bad transport", map[string]any{"base_url": "http://127.0.0.1/v1", "transport": "h2"}, "transport"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
