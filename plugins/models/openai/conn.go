@@ -85,6 +85,11 @@ func newConnPool(base, key string) *connPool {
 	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || p != nil {
 		return nil
 	}
+	if !headerSafe(u.Host) || !headerSafe(key) {
+		// net/http encodes or rejects these (an IDN host, a key with a
+		// line break) with its own errors.
+		return nil
+	}
 	addr := u.Host
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
@@ -96,12 +101,23 @@ func newConnPool(base, key string) *connPool {
 	return &connPool{origin: u.Scheme + "://" + u.Host, addr: addr, head: head, staleAfter: staleAfter}
 }
 
+// headerSafe reports whether s can go into a request line or header as
+// it is: printable ASCII without spaces or '#' (the start of a fragment).
+func headerSafe(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '#' {
+			return false
+		}
+	}
+	return true
+}
+
 // target is the request-target of rawURL, or false when the URL is not
-// on this pool's server.
+// on this pool's server or needs escaping (net/http does that).
 func (p *connPool) target(rawURL string) (string, bool) {
 	rest, ok := strings.CutPrefix(rawURL, p.origin)
 	switch {
-	case !ok:
+	case !ok || !headerSafe(rest):
 		return "", false
 	case rest == "":
 		return "/", true
@@ -282,7 +298,9 @@ func (x *exchange) abort() {
 // the server keeps it open and the caller's context did not touch it.
 func (x *exchange) finish(eof bool) {
 	body := x.resp.Body
-	reusable := !x.resp.Close && (eof || atEOF(body))
+	// Bytes buffered past the answer are none the server should have
+	// sent: the connection is out of step.
+	reusable := !x.resp.Close && (eof || atEOF(body)) && x.c.br.Buffered() == 0
 	body.Close()
 	if !x.stop() || !reusable {
 		// stop false: the context's watch ran (or runs) and set a past

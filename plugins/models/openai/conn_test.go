@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,7 +61,13 @@ func TestConnPoolRouting(t *testing.T) {
 		{"http://127.0.0.1:8000", true, "http://127.0.0.1:8000", "/"},
 		{"http://127.0.0.1:8000/v1", true, "http://127.0.0.1:80001/v1", ""},
 		{"http://127.0.0.1:8000/v1", true, "http://other:8000/v1", ""},
+		{"http://127.0.0.1:8000/v1", true, "http://127.0.0.1:8000/v1/a b", ""},
+		{"http://127.0.0.1:8000/v1", true, "http://127.0.0.1:8000/v1/é", ""},
 		{"https://api.openai.com/v1", false, "", ""},
+		{"http://bücher.example/v1", false, "", ""},
+	}
+	if newConnPool("http://127.0.0.1:8000/v1", "sk-1\r\nX-Injected: 1") != nil {
+		t.Error("a key with a line break went to the pool, whose head would carry it as is")
 	}
 	for _, tt := range tests {
 		p := newConnPool(tt.base, "")
@@ -294,5 +301,51 @@ func TestConnPoolEarlyAnswer(t *testing.T) {
 	var ae *AttemptsError
 	if !errors.As(err, &ae) || len(ae.Attempts) != 1 || ae.Attempts[0].Status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("err = %v, want one attempt answered 413", err)
+	}
+}
+
+// Bytes after an answer that no request asked for put the connection out
+// of step: it is not reused, and the next request gets its own answer.
+func TestConnPoolUnaskedBytes(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var accepted atomic.Int32
+	answer := func(text string) string {
+		body := `{"choices":[{"message":{"content":"` + text + `"},"finish_reason":"stop"}]}`
+		return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	}
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					io.WriteString(conn, answer("ok")+answer("unasked"))
+				}
+			}()
+		}
+	}()
+	c := newTransportClient(t, TransportAuto, "http://"+l.Addr().String()+"/v1", map[string]any{"max_retries": 0})
+	for i := range 3 {
+		resp, err := c.Generate(context.Background(), chat("hello"))
+		if err != nil || resp.Text != "ok" {
+			t.Fatalf("request %d: %+v, %v", i, resp, err)
+		}
+	}
+	if got := accepted.Load(); got != 3 {
+		t.Errorf("%d connections for 3 requests on connections out of step, want 3", got)
 	}
 }
