@@ -49,6 +49,32 @@ func newConnServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Requ
 	return s
 }
 
+// rawServer is a TCP server on 127.0.0.1 that hands each connection to
+// serve, for answers net/http's server would not give; accepted counts
+// the connections. Its URL is the API root.
+func rawServer(t *testing.T, serve func(conn net.Conn)) (base string, accepted *atomic.Int32) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	accepted = new(atomic.Int32)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			go func() {
+				defer conn.Close()
+				serve(conn)
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String() + "/v1", accepted
+}
+
 func TestConnPoolRouting(t *testing.T) {
 	tests := []struct {
 		base   string
@@ -234,31 +260,15 @@ func TestConnPoolBodySizes(t *testing.T) {
 func TestConnPoolAnswerUntilClose(t *testing.T) { eachTransport(t, testConnPoolAnswerUntilClose) }
 
 func testConnPoolAnswerUntilClose(t *testing.T, transport string) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			go func() {
-				defer conn.Close()
-				req, err := http.ReadRequest(bufio.NewReader(conn))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, req.Body)
-				io.WriteString(conn, "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"+connAnswer)
-			}()
+	base, accepted := rawServer(t, func(conn net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			return
 		}
-	}()
-	c := newTransportClient(t, transport, "http://"+l.Addr().String()+"/v1", map[string]any{"max_retries": 0})
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(conn, "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n"+connAnswer)
+	})
+	c := newTransportClient(t, transport, base, map[string]any{"max_retries": 0})
 	for i := range 3 {
 		resp, err := c.Generate(context.Background(), chat("hello"))
 		if err != nil || resp.Text != "ok" {
@@ -276,28 +286,14 @@ func testConnPoolAnswerUntilClose(t *testing.T, transport string) {
 // Only through the pool: net/http reads the answer while it writes, and
 // which of the two ends first decides what it reports.
 func TestConnPoolEarlyAnswer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
-					return
-				}
-				io.WriteString(conn, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 40\r\n\r\n"+`{"error":{"message":"body too large!!"}}`)
-			}()
+	base, _ := rawServer(t, func(conn net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+			return
 		}
-	}()
-	c := newTransportClient(t, TransportAuto, "http://"+l.Addr().String()+"/v1", map[string]any{"max_retries": 0})
-	_, err = c.Generate(context.Background(), chat(strings.Repeat("hay ", 4<<20)))
+		io.WriteString(conn, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 40\r\n\r\n"+`{"error":{"message":"body too large!!"}}`)
+	})
+	c := newTransportClient(t, TransportAuto, base, map[string]any{"max_retries": 0})
+	_, err := c.Generate(context.Background(), chat(strings.Repeat("hay ", 4<<20)))
 	var ae *AttemptsError
 	if !errors.As(err, &ae) || len(ae.Attempts) != 1 || ae.Attempts[0].Status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("err = %v, want one attempt answered 413", err)
@@ -307,38 +303,22 @@ func TestConnPoolEarlyAnswer(t *testing.T) {
 // Bytes after an answer that no request asked for put the connection out
 // of step: it is not reused, and the next request gets its own answer.
 func TestConnPoolUnaskedBytes(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var accepted atomic.Int32
 	answer := func(text string) string {
 		body := `{"choices":[{"message":{"content":"` + text + `"},"finish_reason":"stop"}]}`
 		return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	}
-	go func() {
+	base, accepted := rawServer(t, func(conn net.Conn) {
+		br := bufio.NewReader(conn)
 		for {
-			conn, err := l.Accept()
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			accepted.Add(1)
-			go func() {
-				defer conn.Close()
-				br := bufio.NewReader(conn)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					io.WriteString(conn, answer("ok")+answer("unasked"))
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			io.WriteString(conn, answer("ok")+answer("unasked"))
 		}
-	}()
-	c := newTransportClient(t, TransportAuto, "http://"+l.Addr().String()+"/v1", map[string]any{"max_retries": 0})
+	})
+	c := newTransportClient(t, TransportAuto, base, map[string]any{"max_retries": 0})
 	for i := range 3 {
 		resp, err := c.Generate(context.Background(), chat("hello"))
 		if err != nil || resp.Text != "ok" {
