@@ -152,7 +152,9 @@ func (s *fieldSet) match(k []byte, names ...string) int {
 		}
 	}
 	for _, n := range names {
-		if strings.EqualFold(string(k), n) {
+		// k is ASCII here, and ASCII folds byte for byte: only a name
+		// of its length can match it.
+		if len(k) == len(n) && strings.EqualFold(string(k), n) {
 			return offPath
 		}
 	}
