@@ -220,9 +220,19 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 		if err != nil {
 			return 0, 0, d.transportError(ctx, method, url, err)
 		}
-		defer func() { x.finish(body.eof) }()
-		resp = x.resp
-	} else {
+		if !isRedirect(x.resp.StatusCode) {
+			defer func() { x.finish(body.eof) }()
+			resp = x.resp
+		} else {
+			// net/http follows redirects (with the body again for 307
+			// and 308); the pool leaves them, and from now on every
+			// request, to it. The server has done nothing but point
+			// elsewhere.
+			x.finish(false)
+			d.pool.redirected.Store(true)
+		}
+	}
+	if resp == nil {
 		var cancel context.CancelFunc
 		if resp, cancel, err = d.netHTTP(ctx, method, url, payload, start); err != nil {
 			return 0, 0, err
@@ -257,6 +267,16 @@ func (d *doer) once(ctx context.Context, method, url string, payload reqBody, re
 	}
 }
 
+// isRedirect reports whether status is one net/http's client follows.
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
 // readError classifies the error of reading a 2xx answer's body.
 func (d *doer) readError(ctx context.Context, method, url string, err error) error {
 	var be *bodyError
@@ -272,7 +292,7 @@ func (d *doer) readError(ctx context.Context, method, url string, err error) err
 // fastTarget is url's request-target when the connection pool carries
 // the request.
 func (d *doer) fastTarget(url string) (string, bool) {
-	if d.pool == nil {
+	if d.pool == nil || d.pool.redirected.Load() {
 		return "", false
 	}
 	return d.pool.target(url)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +43,9 @@ type connPool struct {
 	// staleAfter is how long a connection may sit idle before it is
 	// checked before use (the constant, but for tests).
 	staleAfter time.Duration
+	// redirected: the server answered a redirect, which net/http
+	// follows; every request goes through net/http from then on.
+	redirected atomic.Bool
 
 	mu   sync.Mutex
 	idle []*pconn // most recently used last

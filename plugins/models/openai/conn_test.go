@@ -329,3 +329,37 @@ func TestConnPoolUnaskedBytes(t *testing.T) {
 		t.Errorf("%d connections for 3 requests on connections out of step, want 3", got)
 	}
 }
+
+// A server that redirects is followed, as net/http follows it, and the
+// requests after the first go to net/http directly.
+func TestConnPoolRedirect(t *testing.T) { eachTransport(t, testConnPoolRedirect) }
+
+func testConnPoolRedirect(t *testing.T, transport string) {
+	var redirects atomic.Int32
+	s := newConnServer(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/v1/chat/completions" {
+			redirects.Add(1)
+			http.Redirect(w, r, "/v2/chat/completions", http.StatusTemporaryRedirect)
+			return true
+		}
+		if b, _ := io.ReadAll(r.Body); !strings.Contains(string(b), "hello") {
+			http.Error(w, "the body did not follow the redirect", http.StatusBadRequest)
+			return true
+		}
+		return false
+	})
+	c := newTransportClient(t, transport, s.URL+"/v1", map[string]any{"max_retries": 0})
+	for i := range 3 {
+		resp, err := c.Generate(context.Background(), chat("hello"))
+		if err != nil || resp.Text != "ok" || len(resp.Attempts) != 1 {
+			t.Fatalf("request %d: %+v, %v", i, resp, err)
+		}
+	}
+	want := int32(3)
+	if transport == TransportAuto {
+		want = 4 // the pool's one, then net/http's three
+	}
+	if got := redirects.Load(); got != want {
+		t.Errorf("%d redirects answered, want %d", got, want)
+	}
+}
