@@ -142,3 +142,26 @@ func TestScoreDetailsJSON(t *testing.T) {
 		}
 	}
 }
+
+// nonWord flags exactly the bytes that are not cWord, whatever their
+// neighbours (a carry or borrow between bytes would show as a wrong flag
+// next to an extreme byte).
+func TestNonWord(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{0, 'a', 'z', '0', '9', '\'', 0x7f, 0x80, 0xff, ' '} {
+				var b [8]byte
+				for i := range b {
+					b[i] = fill
+				}
+				b[pos] = byte(c)
+				m := nonWord(le64(string(b[:])))
+				for i, x := range b {
+					if got, want := m>>(8*i+7)&1 == 1, class13a[x] != cWord; got != want {
+						t.Fatalf("nonWord(% x): byte %d (%#x) flagged %v, want %v", b, i, x, got, want)
+					}
+				}
+			}
+		}
+	}
+}
