@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hayloft/hayloft/plugins/internal/intern"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/sdktest"
@@ -161,6 +162,20 @@ func TestNonWord(t *testing.T) {
 						t.Fatalf("nonWord(% x): byte %d (%#x) flagged %v, want %v", b, i, x, got, want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// tokenHead is intern.Head of every field, wherever it sits in its line.
+func TestTokenHead(t *testing.T) {
+	for _, in := range fused13aInputs(t) {
+		line := preprocess13a(pytext.RStrip(in))
+		spans := appendFields13a(nil, line)
+		for k := 0; k < len(spans); k += 2 {
+			start, end := int(spans[k]), int(spans[k+1])
+			if got, want := tokenHead(line, start, end), intern.Head([]byte(line[start:end])); got != want {
+				t.Fatalf("tokenHead(%q, %d, %d) = %#x, want %#x", line, start, end, got, want)
 			}
 		}
 	}

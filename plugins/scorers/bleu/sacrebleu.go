@@ -204,14 +204,25 @@ var packedMasks = [maxPackedOrder + 1]uint64{0, 1<<16 - 1, 1<<32 - 1, 1<<48 - 1,
 func (c *counter) fieldIDs(dst []int32, line string, add bool) []int32 {
 	c.spans = appendFields13a(c.spans[:0], line)
 	for k := 0; k < len(c.spans); k += 2 {
-		tok := line[c.spans[k]:c.spans[k+1]]
-		if id, ok := c.vocab.Intern(unsafe.Slice(unsafe.StringData(tok), len(tok)), add); ok {
+		start, end := int(c.spans[k]), int(c.spans[k+1])
+		tok := unsafe.Slice(unsafe.StringData(line[start:]), end-start)
+		if id, ok := c.vocab.InternHead(tok, tokenHead(line, start, end), add); ok {
 			dst = append(dst, int32(id))
 		} else {
 			dst = append(dst, -1)
 		}
 	}
 	return dst
+}
+
+// tokenHead is intern.Head(line[start:end]): for a token of up to 8
+// bytes with 8 bytes of line from its start, one load and a mask.
+func tokenHead(line string, start, end int) uint64 {
+	if end-start <= 8 && start+8 <= len(line) {
+		// A shift by 64 is 0 in Go: an 8-byte token keeps the whole word.
+		return le64(line[start:]) & (1<<(8*(end-start)) - 1)
+	}
+	return intern.Head(unsafe.Slice(unsafe.StringData(line[start:]), end-start))
 }
 
 // sacreStats is the segment statistics of the hypothesis in c.hypIDs
