@@ -176,7 +176,10 @@ func (v *Table) lookup(tok []byte, head uint64, h uint32, intern bool) (id uint3
 			if !intern {
 				return 0, false
 			}
-			*s = vocabSlot{head: head, gen: v.gen, hash: h, off: uint32(len(v.arena)), len: uint32(len(tok)), id: uint32(v.n)}
+			// Field by field: a composite literal is built on the stack
+			// and copied, and the copy's wide loads stall on the narrow
+			// stores just made.
+			s.head, s.gen, s.hash, s.off, s.len, s.id = head, v.gen, h, uint32(len(v.arena)), uint32(len(tok)), uint32(v.n)
 			if len(tok) > 8 {
 				v.arena = append(v.arena, tok[8:]...)
 			}
