@@ -36,6 +36,7 @@ import (
 	"sync"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/jsonscan"
 	"github.com/hayloft/hayloft/sdk/jsonstr"
 	"github.com/hayloft/hayloft/sdk/plugin"
 	"github.com/hayloft/hayloft/sdk/stats"
@@ -528,7 +529,7 @@ func appendLine(b []byte, it *item) ([]byte, error) {
 		if f.compact {
 			b = append(b, f.value...)
 		} else {
-			b = appendCompact(b, f.value)
+			b = jsonscan.AppendCompact(b, f.value)
 		}
 		b = append(b, ',')
 	}
@@ -587,45 +588,17 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 		if compact {
 			b = append(b, val...)
 		} else {
-			b = appendCompact(b, val)
+			b = jsonscan.AppendCompact(b, val)
 		}
 	}
 	if len(details) > 0 {
-		s := &scanner{b: details}
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '{' {
-			return nil, errors.New("details are not a JSON object")
-		}
-		s.i++
-		s.ws()
 		var prev []byte
-		for s.i < len(s.b) && s.b[s.i] != '}' {
-			kstart := s.i
-			if s.i >= len(s.b) || s.b[s.i] != '"' {
-				return nil, fmt.Errorf("details: %w", s.errorf("want a key at offset %d", s.i))
-			}
-			if err := s.str(); err != nil {
-				return nil, fmt.Errorf("details: %w", err)
-			}
-			keyRaw := s.b[kstart:s.i]
-			key := keyRaw[1 : len(keyRaw)-1]
+		err := jsonscan.Members(details, func(m jsonscan.Member) error {
+			key := m.RawKey[1 : len(m.RawKey)-1]
 			if !plainKey(key) || (prev != nil && bytes.Compare(key, prev) <= 0) {
-				// Escapes, or not a map's encoding: decode it as a map.
-				return appendScoreSlow(b[:start], details, r)
+				return errNotMapOrder
 			}
 			prev = key
-			s.ws()
-			if s.i >= len(s.b) || s.b[s.i] != ':' {
-				return nil, fmt.Errorf("details: %w", s.errorf("want ':' at offset %d", s.i))
-			}
-			s.i++
-			s.ws()
-			vstart := s.i
-			s.spaced = false
-			if err := s.value(1); err != nil {
-				return nil, fmt.Errorf("details: %w", err)
-			}
-			val, compact := s.b[vstart:s.i], !s.spaced
 			for next < len(extra) && extra[next].key < string(key) {
 				emit(extra[next].key, nil, extra[next].val, true)
 				next++
@@ -634,16 +607,16 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 				emit(extra[next].key, nil, extra[next].val, true)
 				next++
 			} else {
-				emit("", keyRaw, val, compact)
+				emit("", m.RawKey, m.Value, m.Compact)
 			}
-			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-				s.ws()
-			}
+			return nil
+		})
+		if errors.Is(err, errNotMapOrder) {
+			// Escapes, or not a map's encoding: decode it as a map.
+			return appendScoreSlow(b[:start], details, r)
 		}
-		if s.i >= len(s.b) {
-			return nil, fmt.Errorf("details: %w", s.errorf("unexpected end of input"))
+		if err != nil {
+			return nil, fmt.Errorf("details: %w", err)
 		}
 	}
 	for ; next < len(extra); next++ {
@@ -651,6 +624,10 @@ func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
 	}
 	return append(b, '}'), nil
 }
+
+// errNotMapOrder ends appendScore's walk of details whose keys are not
+// json.Marshal's of a map.
+var errNotMapOrder = errors.New("details not in a map's order")
 
 // plainKey reports whether a raw key (quotes removed) is written by
 // json.Marshal exactly as it is: printable ASCII without escapes or the

@@ -197,6 +197,10 @@ func members(b []byte, i, depth int, fn func(rawKey, key, value []byte) error) (
 		vstart := ws(b, i+1)
 		vend, err := value(b, vstart, depth+1)
 		if err != nil {
+			if depth == 1 {
+				// Name the member at the top, where a reader looks.
+				err = fmt.Errorf("%w (in %q)", err, key)
+			}
 			return vend, err
 		}
 		if fn != nil {
@@ -307,10 +311,19 @@ func str(b []byte, i int) (end int, plain bool, err error) {
 		// Most of a document is the inside of strings: skip the text a
 		// word at a time, then byte by byte up to the byte that stops.
 		var high uint64
-		i, high = skipText(b, i)
-		for i < len(b) && !stop[b[i]] {
-			high |= uint64(b[i])
-			i++
+		for {
+			var h uint64
+			i, h = skipText(b, i)
+			high |= h
+			end := min(i+8, len(b))
+			for i < end && !stop[b[i]] {
+				high |= uint64(b[i])
+				i++
+			}
+			if i < end || end == len(b) {
+				break // at a stop byte, or at the end
+			}
+			// The word's flag was a false alarm: go on a word at a time.
 		}
 		if high&0x8080808080808080 != 0 {
 			plain = false

@@ -1,6 +1,9 @@
 package jsonscan
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Member is one member of an object, as Members hands it out. Its slices
 // alias the document (Key, for a key with escapes or bytes past ASCII, a
@@ -16,12 +19,11 @@ type Member struct {
 
 // Members is Object for callers that write members out again, as they came:
 // each member also has its key as written and whether its value is
-// compact. Errors are Object's.
-func Members(b []byte, fn func(m *Member) error) error {
-	var m Member
+// compact. Errors are Object's. (A Member is handed over by value: a
+// pointer given to fn would move it to the heap, once a call.)
+func Members(b []byte, fn func(m Member) error) error {
 	return object(b, func(rawKey, key, value []byte) error {
-		m = Member{RawKey: rawKey, Key: key, Value: value, Compact: compact(value)}
-		return fn(&m)
+		return fn(Member{RawKey: rawKey, Key: key, Value: value, Compact: compact(value)})
 	})
 }
 
@@ -30,7 +32,7 @@ func Members(b []byte, fn func(m *Member) error) error {
 // string (a search for the closing quote), the bytes between looked at one
 // by one.
 func compact(v []byte) bool {
-	if len(v) == 0 || v[0] != '[' && v[0] != '{' {
+	if len(v) == 0 || v[0] != '[' && v[0] != '{' || !hasLow(v) {
 		return true
 	}
 	for i := 0; i < len(v); i++ {
@@ -42,6 +44,29 @@ func compact(v []byte) bool {
 		}
 	}
 	return true
+}
+
+// hasLow reports whether v has a byte up to ' ' (whitespace, if anywhere),
+// eight bytes at a time: x - 0x21 borrows into the high bit for such a
+// byte, and the lowest byte flagged is always a true one.
+func hasLow(v []byte) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		w := binary.LittleEndian.Uint64(v[i:])
+		if (w-0x21*ones)&^w&highs != 0 {
+			return true
+		}
+	}
+	for ; i < len(v); i++ {
+		if v[i] <= ' ' {
+			return true
+		}
+	}
+	return false
 }
 
 // AppendCompact is json.Compact for a value already validated (by Value,
@@ -87,4 +112,54 @@ func stringEnd(v []byte, i int) int {
 		}
 		j = q + 1
 	}
+}
+
+// Elements calls fn for each element of raw, an array that Value, Object,
+// Array or Members has validated, without validating it again: strings are
+// skipped by a search for their closing quote, arrays and objects by
+// counting brackets outside strings. It is for a caller that looks into a
+// value it already has, such as a list of strings inside an object.
+func Elements(raw []byte, fn func(value []byte) error) error {
+	i := ws(raw, 1)
+	if i >= len(raw) || raw[i] == ']' {
+		return nil
+	}
+	for {
+		end := skipValid(raw, i)
+		if err := fn(raw[i:end]); err != nil {
+			return err
+		}
+		i = ws(raw, end)
+		if i >= len(raw) || raw[i] != ',' {
+			return nil // ']'
+		}
+		i = ws(raw, i+1)
+	}
+}
+
+// skipValid returns the end of the validated value at v[i].
+func skipValid(v []byte, i int) int {
+	switch v[i] {
+	case '"':
+		return stringEnd(v, i)
+	case '[', '{':
+		depth := 0
+		for ; i < len(v); i++ {
+			switch v[i] {
+			case '"':
+				i = stringEnd(v, i) - 1
+			case '[', '{':
+				depth++
+			case ']', '}':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(v) && v[i] != ',' && v[i] != ']' && v[i] != '}' && v[i] != ' ' && v[i] != '\t' && v[i] != '\n' && v[i] != '\r' {
+		i++
+	}
+	return i
 }

@@ -12,7 +12,7 @@ import (
 // holding what looks like structure, to the seeds.
 var membersCases = []string{
 	"{\"a\":\n[1,\r\n2]\t}", `{"a":[ "x\\\" y" , "z\\\\" , "\\\\\"" ,"]" ]}`, `{"a":{"k \" ]":[ "v" ]}}`,
-	`{"<k>&":"v"}`, `{"k\u0041":1}`, "{\"a\":\"\xff\xfe\"}", `{"a" : { "b" : [ ] } , "c":"d e"}`,
+	`{"<k>&":"v"}`, `{"k\u0041":1}`, `{"a":[ "x" , [1, "]"] , {"b":"}"} , -1.5e3 , true ,null,"\\"]}`, "{\"a\":\"\xff\xfe\"}", `{"a" : { "b" : [ ] } , "c":"d e"}`,
 }
 
 // Members agrees with Object and encoding/json: same verdict, members in
@@ -40,7 +40,7 @@ func checkMembers(t *testing.T, b []byte) {
 		return nil
 	})
 	n := 0
-	err := Members(b, func(m *Member) error {
+	err := Members(b, func(m Member) error {
 		if n >= len(keys) || !bytes.Equal(m.Key, keys[n]) || !bytes.Equal(m.Value, values[n]) {
 			t.Fatalf("Members(%q): member %d is %q: %q, Object's is different", b, n, m.Key, m.Value)
 		}
@@ -58,6 +58,20 @@ func checkMembers(t *testing.T, b []byte) {
 		}
 		if got := AppendCompact([]byte("x"), m.Value); !bytes.Equal(got[1:], want.Bytes()) || got[0] != 'x' {
 			t.Fatalf("AppendCompact(%q) = %q, json.Compact gives %q", m.Value, got[1:], want.Bytes())
+		}
+		if KindOf(m.Value) == KindArray {
+			// Elements walks the validated array as Array does.
+			var want, got [][]byte
+			Array(m.Value, func(v []byte) error { want = append(want, v); return nil })
+			Elements(m.Value, func(v []byte) error { got = append(got, v); return nil })
+			if len(got) != len(want) {
+				t.Fatalf("Elements(%q) = %q, Array gives %q", m.Value, got, want)
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("Elements(%q) = %q, Array gives %q", m.Value, got, want)
+				}
+			}
 		}
 		return nil
 	})
