@@ -174,42 +174,46 @@ func newSlabs(reuseChunks bool) *slabs {
 
 // itemSlab is an empty slab of batchLines items, reused if one is free.
 func (p *slabs) itemSlab() []item {
-	if p != nil {
-		select {
-		case s := <-p.items:
-			return s
-		default:
-		}
+	if p == nil {
+		return make([]item, 0, batchLines)
 	}
-	return make([]item, 0, batchLines)
+	return take(p.items, batchLines)
 }
 
 // fieldSlab is itemSlab for fields.
 func (p *slabs) fieldSlab() []field {
-	if p != nil {
-		select {
-		case s := <-p.fields:
-			return s
-		default:
-		}
+	if p == nil {
+		return make([]field, 0, 4*batchLines)
 	}
-	return make([]field, 0, 4*batchLines)
+	return take(p.fields, 4*batchLines)
+}
+
+// take is a slab from free if one is waiting, else a fresh one of n.
+func take[T any](free chan []T, n int) []T {
+	select {
+	case s := <-free:
+		return s
+	default:
+		return make([]T, 0, n)
+	}
+}
+
+// give hands s to free, unless free is full.
+func give[T any](free chan []T, s []T) {
+	select {
+	case free <- s[:0]:
+	default:
+	}
 }
 
 // put takes back the slabs of a batch that is written: nothing refers to
 // its items or fields any more (an aggregate keeps copies of the results).
 func (p *slabs) put(b *batch) {
 	if cap(b.slab) == batchLines {
-		select {
-		case p.items <- b.slab[:0]:
-		default:
-		}
+		give(p.items, b.slab)
 	}
 	if cap(b.fields) >= 4*batchLines {
-		select {
-		case p.fields <- b.fields[:0]:
-		default:
-		}
+		give(p.fields, b.fields)
 	}
 	b.slab, b.fields, b.items = nil, nil, nil
 	if p.chunks != nil && p.chunks.Load() < b.lastSeq {
