@@ -254,8 +254,8 @@ func (c *counter) sacreStats(out []float64) []float64 {
 // reference position adding the n-grams that end there and each hypothesis
 // position matching them. A hypothesis n-gram whose last n-1 tokens are in
 // no reference is in none either, so the orders above it are not looked up.
-// The table's probes are written out here rather than called (addRef,
-// hit): they are most of the work, and the room for every reference
+// The table's probes are written out here rather than called as methods:
+// they are most of the work, and the room for every reference
 // n-gram is made once, before the loops.
 func (c *counter) packedStats(out []float64) []float64 {
 	n := len(c.orders)
