@@ -118,13 +118,12 @@ func stringEnd(v []byte, i int) int {
 // Array or Members has validated, without validating it again: strings are
 // skipped by a search for their closing quote, arrays and objects by
 // counting brackets outside strings. It is for a caller that looks into a
-// value it already has, such as a list of strings inside an object.
+// value it already has, such as a list of strings inside an object. On
+// input that is not valid it ends without a panic, having handed fn some
+// run of bytes.
 func Elements(raw []byte, fn func(value []byte) error) error {
 	i := ws(raw, 1)
-	if i >= len(raw) || raw[i] == ']' {
-		return nil
-	}
-	for {
+	for i < len(raw) && raw[i] != ']' {
 		end := skipValid(raw, i)
 		if err := fn(raw[i:end]); err != nil {
 			return err
@@ -135,6 +134,7 @@ func Elements(raw []byte, fn func(value []byte) error) error {
 		}
 		i = ws(raw, i+1)
 	}
+	return nil
 }
 
 // skipValid returns the end of the validated value at v[i].

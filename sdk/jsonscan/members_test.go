@@ -109,3 +109,22 @@ func TestLongStrings(t *testing.T) {
 		}
 	}
 }
+
+// Elements ends on any input, valid or not, and never hands out bytes
+// outside it.
+func FuzzElements(f *testing.F) {
+	for _, s := range []string{`[`, `[1,`, `[,1]`, `["a`, `[[1,2]`, `[}`, `[1 2]`, `["\\"]`, `[ ]`, `[1,]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		Elements(b, func(v []byte) error {
+			if len(v) > len(b) {
+				t.Fatalf("Elements(%q) handed out %q", b, v)
+			}
+			return nil
+		})
+	})
+}
