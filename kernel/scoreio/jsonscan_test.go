@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/jsonscan"
 	"github.com/hayloft/hayloft/sdk/plugin"
 )
 
@@ -65,10 +66,13 @@ func checkScan(t *testing.T, in []byte) {
 	// Values compact as json.Compact compacts them.
 	var wantVals, gotVals []byte
 	for _, f := range fields {
-		gotVals = appendCompact(gotVals, f.value)
+		gotVals = jsonscan.AppendCompact(gotVals, f.value)
 		var c bytes.Buffer
 		if err := json.Compact(&c, f.value); err != nil {
 			t.Fatalf("%q: value %q does not compact: %v", in, f.value, err)
+		}
+		if f.compact != bytes.Equal(c.Bytes(), f.value) {
+			t.Errorf("%q: value %q marked compact = %v", in, f.value, f.compact)
 		}
 		wantVals = append(wantVals, c.Bytes()...)
 	}

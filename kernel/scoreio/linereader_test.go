@@ -7,8 +7,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 )
 
 // lineReader gives the lines bufio.Reader.ReadString('\n') gives, with
@@ -82,5 +84,56 @@ func TestLineReaderMaxLine(t *testing.T) {
 		if _, err := lr.next(); err == nil || !strings.Contains(err.Error(), "line longer than 100 bytes") {
 			t.Fatalf("long line: %v", err)
 		}
+	}
+}
+
+// With released set, a chunk is read into again only once every line in
+// it is released: lines not yet released keep their bytes, and chunks are
+// reused.
+func TestLineReaderReusesReleasedChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var b strings.Builder
+	var want []string
+	for i := range 500 {
+		l := strings.Repeat(string(rune('a'+i%26)), rng.IntN(40)) + "\n"
+		want = append(want, l)
+		b.WriteString(l)
+	}
+	lr := newLineReader(strings.NewReader(b.String()))
+	lr.chunkBytes = 64
+	lr.released = new(atomic.Int64)
+	type read struct {
+		line []byte
+		seq  int64
+	}
+	var got []read
+	bases := map[*byte]bool{}
+	const lag = 7 // lines read but not yet written
+	for i := 0; ; i++ {
+		l, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, read{l, lr.seq})
+		bases[unsafe.SliceData(lr.buf[:1])] = true
+		if i >= lag {
+			// Lines up to i-lag are written: their chunks before the
+			// last one's are free.
+			lr.released.Store(got[i-lag].seq)
+		}
+		for j := max(0, i-lag+1); j <= i; j++ {
+			if string(got[j].line) != want[j] {
+				t.Fatalf("line %d changed before it was released: %q, want %q", j, got[j].line, want[j])
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d", len(got), len(want))
+	}
+	if int64(len(bases)) >= lr.seq {
+		t.Fatalf("%d chunks for %d chunk changes: none reused", len(bases), lr.seq)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -196,5 +197,43 @@ func TestParseOptions(t *testing.T) {
 	var ce *sdk.ConfigError
 	if _, err := bleu.New(context.Background(), opts); !errors.As(err, &ce) || ce.Field != "tokenise" {
 		t.Errorf("misspelt option: %v", err)
+	}
+}
+
+// Past a few chunks of input, chunks and slabs are reused once their lines
+// are written: every output line still carries its own input's text.
+func TestReuseKeepsLines(t *testing.T) {
+	sc, _ := exact.New(context.Background(), nil)
+	var in strings.Builder
+	const n = 12000 // about 4 MiB: chunks of 1 MiB are reused
+	for i := range n {
+		word := fmt.Sprintf("w%06d", i)
+		text := strings.Repeat(word+" ", 40)
+		fmt.Fprintf(&in, `{"prediction": %q, "references": [%q], "n": %d}`+"\n", text, text, i)
+	}
+	var out bytes.Buffer
+	if err := Run(context.Background(), sc, strings.NewReader(in.String()), &out, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != n {
+		t.Fatalf("%d lines, want %d", len(lines), n)
+	}
+	for i, l := range lines {
+		var got struct {
+			Prediction string   `json:"prediction"`
+			References []string `json:"references"`
+			N          int      `json:"n"`
+			Score      struct {
+				Value float64 `json:"value"`
+			} `json:"score"`
+		}
+		if err := json.Unmarshal([]byte(l), &got); err != nil {
+			t.Fatalf("line %d: %v: %s", i+1, err, l)
+		}
+		text := strings.Repeat(fmt.Sprintf("w%06d ", i), 40)
+		if got.N != i || got.Score.Value != 1 || got.Prediction != text || len(got.References) != 1 || got.References[0] != text {
+			t.Fatalf("line %d is not its input's: %.120s", i+1, l)
+		}
 	}
 }

@@ -13,9 +13,9 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
@@ -86,6 +86,11 @@ func Valid(b []byte) bool {
 // error may come after fn has seen members: on any error the caller drops
 // what fn made of them. fn's own error stops the walk and is returned.
 func Object(b []byte, fn func(key, value []byte) error) error {
+	return object(b, func(_, key, value []byte) error { return fn(key, value) })
+}
+
+// object is Object handing fn each key as written too (Members).
+func object(b []byte, fn func(rawKey, key, value []byte) error) error {
 	i := ws(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		if n, err := value(b, i, 1); err != nil || ws(b, n) != len(b) {
@@ -158,8 +163,9 @@ func value(b []byte, i, depth int) (int, error) {
 }
 
 // members scans the object at b[i] ('{'), handing each member to fn when
-// fn is set, and returns the object's end.
-func members(b []byte, i, depth int, fn func(key, value []byte) error) (int, error) {
+// fn is set (its key as written, quotes included, then decoded), and
+// returns the object's end.
+func members(b []byte, i, depth int, fn func(rawKey, key, value []byte) error) (int, error) {
 	if depth > maxDepth {
 		return i, syntaxf("exceeded max depth")
 	}
@@ -172,6 +178,7 @@ func members(b []byte, i, depth int, fn func(key, value []byte) error) (int, err
 		if i >= len(b) || b[i] != '"' {
 			return i, syntaxf("want a key at offset %d", i)
 		}
+		kstart := i
 		kend, plain, err := str(b, i)
 		if err != nil {
 			return kend, err
@@ -190,10 +197,14 @@ func members(b []byte, i, depth int, fn func(key, value []byte) error) (int, err
 		vstart := ws(b, i+1)
 		vend, err := value(b, vstart, depth+1)
 		if err != nil {
+			if depth == 1 {
+				// Name the member at the top, where a reader looks.
+				err = fmt.Errorf("%w (in %q)", err, key)
+			}
 			return vend, err
 		}
 		if fn != nil {
-			if err := fn(key, b[vstart:vend]); err != nil {
+			if err := fn(b[kstart:kend], key, b[vstart:vend]); err != nil {
 				return vend, err
 			}
 		}
@@ -279,15 +290,14 @@ func number(b []byte, i int) (int, error) {
 	return i, nil
 }
 
-// special marks the bytes that end a run of plain string text.
-var special = func() (t [256]bool) {
+// stop marks the bytes a string scan must look at: the closing quote, an
+// escape, and the control characters JSON forbids in strings. Bytes past
+// ASCII are text to the scan; str notes them for plain as it goes.
+var stop = func() (t [256]bool) {
 	for c := range 0x20 {
 		t[c] = true
 	}
 	t['"'], t['\\'] = true, true
-	for c := utf8.RuneSelf; c < 256; c++ {
-		t[c] = true
-	}
 	return t
 }()
 
@@ -298,8 +308,25 @@ func str(b []byte, i int) (end int, plain bool, err error) {
 	plain = true
 	i++
 	for i < len(b) {
-		for i < len(b) && !special[b[i]] {
-			i++
+		// Most of a document is the inside of strings: skip the text a
+		// word at a time, then byte by byte up to the byte that stops.
+		var high uint64
+		for {
+			var h uint64
+			i, h = skipText(b, i)
+			high |= h
+			end := min(i+8, len(b))
+			for i < end && !stop[b[i]] {
+				high |= uint64(b[i])
+				i++
+			}
+			if i < end || end == len(b) {
+				break // at a stop byte, or at the end
+			}
+			// The word's flag was a false alarm: go on a word at a time.
+		}
+		if high&0x8080808080808080 != 0 {
+			plain = false
 		}
 		if i >= len(b) {
 			break
@@ -323,14 +350,35 @@ func str(b []byte, i int) (end int, plain bool, err error) {
 			default:
 				return i, false, syntaxf("bad escape at offset %d", i)
 			}
-		case c < 0x20:
+		default: // c < 0x20
 			return i, false, syntaxf("control character in string at offset %d", i)
-		default: // past ASCII
-			plain = false
-			i++
 		}
 	}
 	return i, false, syntaxf("unterminated string at offset %d", start)
+}
+
+// skipText returns the index of the first 8-byte word at or after b[i]
+// that may hold a byte stop marks ('"', '\\' or one below 0x20), a word at
+// a time (SWAR), and the high bits of the bytes it skipped: for each byte
+// x, x^'"' and x^'\\' are zero and x-0x20 borrows exactly for those bytes;
+// the usual has-zero-byte test flags them (and may flag more after a true
+// one, which only ends the skip early).
+func skipText(b []byte, i int) (int, uint64) {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	var high uint64
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q := w ^ ('"' * ones)
+		bs := w ^ ('\\' * ones)
+		if ((q-ones)&^q|(bs-ones)&^bs|(w-0x20*ones)&^w)&highs != 0 {
+			return i, high
+		}
+		high |= w
+	}
+	return i, high
 }
 
 // String decodes raw, a string value, as encoding/json decodes it into a Go

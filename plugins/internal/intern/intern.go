@@ -49,6 +49,9 @@ func headOf(tok []byte) uint64 {
 	return 0
 }
 
+// Head is the head of tok that InternHead wants.
+func Head(tok []byte) uint64 { return headOf(tok) }
+
 // Reset forgets every token, keeping the memory.
 func (v *Table) Reset() {
 	v.gen++
@@ -137,7 +140,14 @@ func (v *Table) LookupHashed(tok []byte, h uint32, intern bool) (id uint32, ok b
 // see Intern only, or Lookup and LookupHashed only, from one Reset to the
 // next.
 func (v *Table) Intern(tok []byte, intern bool) (id uint32, ok bool) {
-	head := headOf(tok)
+	return v.InternHead(tok, headOf(tok), intern)
+}
+
+// InternHead is Intern for a caller that has tok's first 8 bytes as a
+// little-endian word, zero-padded (for a token of up to 8 bytes, a load
+// of the 8 bytes where it starts, masked to its length): a scanner that
+// reads words anyway saves headOf's assembly.
+func (v *Table) InternHead(tok []byte, head uint64, intern bool) (id uint32, ok bool) {
 	var h uint32
 	if len(tok) <= 8 {
 		const k = 0x9e3779b97f4a7c15
@@ -166,7 +176,10 @@ func (v *Table) lookup(tok []byte, head uint64, h uint32, intern bool) (id uint3
 			if !intern {
 				return 0, false
 			}
-			*s = vocabSlot{head: head, gen: v.gen, hash: h, off: uint32(len(v.arena)), len: uint32(len(tok)), id: uint32(v.n)}
+			// Field by field: a composite literal is built on the stack
+			// and copied, and the copy's wide loads stall on the narrow
+			// stores just made.
+			s.head, s.gen, s.hash, s.off, s.len, s.id = head, v.gen, h, uint32(len(v.arena)), uint32(len(tok)), uint32(v.n)
 			if len(tok) > 8 {
 				v.arena = append(v.arena, tok[8:]...)
 			}

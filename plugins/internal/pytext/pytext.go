@@ -81,7 +81,14 @@ func spaceAt(s string, i int) (bool, int) {
 func Strip(s string) string { return strings.TrimFunc(s, IsSpace) }
 
 // RStrip is Python's str.rstrip() with no argument.
-func RStrip(s string) string { return strings.TrimRightFunc(s, IsSpace) }
+func RStrip(s string) string {
+	// Most text ends in an ASCII character that is no space: nothing to
+	// strip, and no rune to decode from the end.
+	if n := len(s); n > 0 && s[n-1] < utf8.RuneSelf && !asciiSpace[s[n-1]] {
+		return s
+	}
+	return strings.TrimRightFunc(s, IsSpace)
+}
 
 // Lower is Python's str.lower(): Go's per-rune mapping plus the two rules
 // Python adds from SpecialCasing: İ becomes "i̇", and a capital sigma at the

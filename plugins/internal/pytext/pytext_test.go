@@ -42,8 +42,13 @@ func TestPythonSemantics(t *testing.T) {
 	if got := Strip("\x1d x \u2028"); got != "x" {
 		t.Errorf("Strip = %q", got)
 	}
-	if got := RStrip(" x \x1e"); got != " x" {
-		t.Errorf("RStrip = %q", got)
+	for in, want := range map[string]string{
+		" x \x1e": " x", "x": "x", "x.": "x.", "": "", " ": "", "x\u00a0": "x", "x\u0085\u3000\t": "x",
+		"x\u2028y": "x\u2028y", "é": "é", "x\x7f": "x\x7f", "x\x1f": "x", "x\xff": "x\xff",
+	} {
+		if got := RStrip(in); got != want {
+			t.Errorf("RStrip(%q) = %q, want %q", in, got, want)
+		}
 	}
 	lower := map[string]string{
 		"ΟΔΟΣ":   "οδος", // word-final sigma

@@ -30,22 +30,35 @@ func bootstrapSums(rows [][]float64, resamples int, seed uint64, stat func(sum [
 	}
 	width := len(rows[0])
 	words := (width + 3) / 4
-	packed := make([]uint64, n*words)
 	maxVal := 1.0
-	for i, row := range rows {
-		for j, v := range row {
+	for _, row := range rows {
+		for _, v := range row {
 			if v < 0 || v >= 1<<16 || v != math.Trunc(v) {
 				return 0, 0, false
 			}
 			maxVal = max(maxVal, v)
-			packed[i*words+j/4] |= uint64(v) << (16 * (j % 4))
 		}
 	}
 	flush := int((1<<16 - 1) / maxVal) // draws a lane can sum without overflow
+	derived := derivedTotals(rows)
+	if derived {
+		words = 2
+		flush = min(flush, 1<<10-1)
+	}
+	packed := make([]uint64, n*words)
+	for i, row := range rows {
+		if derived {
+			packed[2*i], packed[2*i+1] = packDerived(row)
+			continue
+		}
+		for j, v := range row {
+			packed[i*words+j/4] |= uint64(v) << (16 * (j % 4))
+		}
+	}
 	if resamples <= 0 {
 		resamples = stats.DefaultResamples
 	}
-	l := lanes{packed: packed, n: n, width: width, words: words, flush: flush}
+	l := lanes{packed: packed, n: n, width: width, words: words, flush: flush, derived: derived}
 	vals := make([]float64, resamples)
 	// The resamples are shared among the processors, each share starting
 	// where the draws before it leave the generator (Advance). That holds
@@ -85,11 +98,45 @@ func bootstrapSums(rows [][]float64, resamples int, seed uint64, stat func(sum [
 	return lo, hi, true
 }
 
+// derivedTotals reports whether every row is max order 4's statistics
+// [sys_len, ref_len, correct_1..4, total_1..4] with total_k the number of
+// k-grams of the hypothesis, max(sys_len-k+1, 0), as sacrebleu counts them.
+// The totals of a resample then follow from its sum of sys_len and its
+// numbers of hypotheses of 0, 1 and 2 tokens, which pack with the other six
+// columns in two words (packDerived) instead of three: a draw reads a
+// third less, and a row never straddles two cache lines.
+func derivedTotals(rows [][]float64) bool {
+	for _, row := range rows {
+		if len(row) != 10 {
+			return false
+		}
+		for k := range 4 {
+			if row[6+k] != max(row[0]-float64(k), 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// packDerived packs a row that derivedTotals accepts: sys_len, ref_len and
+// correct_1..4 in 16-bit lanes, then whether sys_len is 0, 1 or 2 in three
+// 10-bit fields (so a chunk sums at most 1,023 draws).
+func packDerived(row []float64) (w0, w1 uint64) {
+	w0 = uint64(row[0]) | uint64(row[1])<<16 | uint64(row[2])<<32 | uint64(row[3])<<48
+	w1 = uint64(row[4]) | uint64(row[5])<<16
+	if sys := row[0]; sys < 3 {
+		w1 |= 1 << (32 + 10*int(sys))
+	}
+	return w0, w1
+}
+
 // lanes is the packed statistics of bootstrapSums.
 type lanes struct {
 	packed          []uint64
 	n, width, words int
-	flush           int // draws a lane can sum without overflow
+	flush           int  // draws a lane can sum without overflow
+	derived         bool // packDerived's two words a row
 }
 
 // resample sets vals to the statistic of the next len(vals) resamples of
@@ -102,6 +149,7 @@ func (l lanes) resample(draw *stats.Resampler, vals []float64, stat func(sum []f
 	sum := make([]float64, l.width)
 	total := make([]uint64, l.width)
 	acc := make([]uint64, words)
+	var short [3]uint64 // derived: draws of 0, 1 and 2 tokens
 	chunk := min(l.flush, resampleChunk)
 	idx := make([]int32, min(chunk, l.n))
 	for r := range vals {
@@ -109,7 +157,25 @@ func (l lanes) resample(draw *stats.Resampler, vals []float64, stat func(sum []f
 		for start := 0; start < l.n; start += chunk {
 			part := idx[:min(chunk, l.n-start)]
 			draw.Fill(part)
-			if words == 3 { // max order 4, the default: unrolled
+			if l.derived { // max order 4, the default: two words a row
+				var a0, a1 uint64
+				for _, k := range part {
+					w := packed[int(k)*2:]
+					w = w[:2:2]
+					a0 += w[0]
+					a1 += w[1]
+				}
+				for j := range 4 {
+					total[j] += a0 >> (16 * j) & 0xffff
+				}
+				total[4] += a1 & 0xffff
+				total[5] += a1 >> 16 & 0xffff
+				for j := range 3 {
+					short[j] += a1 >> (32 + 10*j) & 0x3ff
+				}
+				continue
+			}
+			if words == 3 { // max order 4, not derivedTotals: unrolled
 				var a0, a1, a2 uint64
 				for _, k := range part {
 					w := packed[int(k)*3:]
@@ -131,6 +197,18 @@ func (l lanes) resample(draw *stats.Resampler, vals []float64, stat func(sum []f
 			for j := range total {
 				total[j] += acc[j/4] >> (16 * (j % 4)) & 0xffff
 			}
+		}
+		if l.derived {
+			// total_k = sum over draws of max(sys_len-k+1, 0): the sum of
+			// sys_len less k-1 a draw, plus what that takes off the draws
+			// of fewer than k-1 tokens.
+			sys, n := int64(total[0]), int64(l.n)
+			e0, e1, e2 := int64(short[0]), int64(short[1]), int64(short[2])
+			clear(short[:])
+			total[6] = uint64(sys)
+			total[7] = uint64(sys - n + e0)
+			total[8] = uint64(sys - 2*n + 2*e0 + e1)
+			total[9] = uint64(sys - 3*n + 3*e0 + 2*e1 + e2)
 		}
 		for j, t := range total {
 			sum[j] = float64(t)

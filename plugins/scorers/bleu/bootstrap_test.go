@@ -2,6 +2,7 @@ package bleu
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk/stats"
@@ -22,6 +23,11 @@ func TestBootstrapSumsMatchesBootstrap(t *testing.T) {
 		{"order6", 300, 14, 0},
 		{"one_row", 1, 10, 0},
 		{"long_segments", 700, 10, 5}, // values near 2^16: a flush every draw or two
+		// Real statistics: the totals follow from sys_len (derivedTotals),
+		// with hypotheses of 0, 1 and 2 tokens among them.
+		{"derived", 3000, 10, 9},
+		{"derived_short", 400, 10, 1},
+		{"derived_long", 700, 10, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := make([][]float64, tc.n)
@@ -33,6 +39,22 @@ func TestBootstrapSumsMatchesBootstrap(t *testing.T) {
 						rows[i][j] = float64(1<<16 - 1 - rng.IntN(30000))
 					}
 				}
+				if strings.HasPrefix(tc.name, "derived") {
+					row := rows[i]
+					switch tc.name {
+					case "derived_short":
+						row[0] = float64(rng.IntN(4))
+					case "derived_long":
+						row[0] = float64(1<<16 - 1 - rng.IntN(30000))
+					}
+					for k := range 4 {
+						row[6+k] = max(row[0]-float64(k), 0)
+						row[2+k] = float64(rng.IntN(int(row[6+k]) + 1))
+					}
+				}
+			}
+			if got, want := derivedTotals(rows), strings.HasPrefix(tc.name, "derived"); got != want {
+				t.Fatalf("derivedTotals = %v, want %v", got, want)
 			}
 			// A statistic that is sensitive to every column.
 			stat := func(sum []float64) float64 {

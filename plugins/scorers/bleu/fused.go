@@ -1,6 +1,7 @@
 package bleu
 
 import (
+	"math/bits"
 	"unicode/utf8"
 
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
@@ -81,10 +82,7 @@ func appendFields13a(dst []int32, line string) []int32 {
 			if start < 0 {
 				start = i
 			}
-			i++
-			for i < n && class13a[line[i]] == cWord {
-				i++
-			}
+			i = wordEnd(line, i+1)
 		case cSpace:
 			flush(i)
 			i++
@@ -134,4 +132,42 @@ func appendFields13a(dst []int32, line string) []int32 {
 	}
 	flush(n)
 	return dst
+}
+
+// wordEnd returns the end of the run of cWord bytes ([0-9A-Za-z']) that
+// goes on at line[i], eight bytes at a time: a byte-by-byte loop pays a
+// mispredicted exit per word, at every word's own length.
+func wordEnd(line string, i int) int {
+	for ; i+8 <= len(line); i += 8 {
+		if m := nonWord(le64(line[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(line) && class13a[line[i]] == cWord {
+		i++
+	}
+	return i
+}
+
+// nonWord flags (the high bit of each byte) the bytes of w, eight bytes
+// little-endian, that are not cWord: ASCII whitespace, rule 1's class, '.',
+// ',', '-' and non-ASCII bytes. Each byte is range-checked on its own 7 low
+// bits (SWAR): for x < 0x80, x + 0x80 - lo has its high bit set exactly
+// when x >= lo, and x + 0x7f - hi exactly when x > hi, with no carry into
+// the next byte.
+func nonWord(w uint64) uint64 {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	x := w &^ highs
+	in := func(lo, hi uint64) uint64 { return (x + (0x80-lo)*ones) &^ (x + (0x7f-hi)*ones) }
+	return (w | in(0x09, 0x0d) | in(0x1c, 0x26) | in(0x28, 0x2f) | in(0x3a, 0x40) | in(0x5b, 0x60) | in(0x7b, 0x7e)) & highs
+}
+
+// le64 is the little-endian word at the start of s (one load).
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hayloft/hayloft/plugins/internal/intern"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/sdktest"
@@ -138,6 +139,43 @@ func TestScoreDetailsJSON(t *testing.T) {
 			req.ForAggregate = true
 			if _, js, _ := s.ScoreDetailsJSON(ctx, req, nil); js != nil {
 				t.Fatalf("details for an aggregate-only request: %s", js)
+			}
+		}
+	}
+}
+
+// nonWord flags exactly the bytes that are not cWord, whatever their
+// neighbours (a carry or borrow between bytes would show as a wrong flag
+// next to an extreme byte).
+func TestNonWord(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{0, 'a', 'z', '0', '9', '\'', 0x7f, 0x80, 0xff, ' '} {
+				var b [8]byte
+				for i := range b {
+					b[i] = fill
+				}
+				b[pos] = byte(c)
+				m := nonWord(le64(string(b[:])))
+				for i, x := range b {
+					if got, want := m>>(8*i+7)&1 == 1, class13a[x] != cWord; got != want {
+						t.Fatalf("nonWord(% x): byte %d (%#x) flagged %v, want %v", b, i, x, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// tokenHead is intern.Head of every field, wherever it sits in its line.
+func TestTokenHead(t *testing.T) {
+	for _, in := range fused13aInputs(t) {
+		line := preprocess13a(pytext.RStrip(in))
+		spans := appendFields13a(nil, line)
+		for k := 0; k < len(spans); k += 2 {
+			start, end := int(spans[k]), int(spans[k+1])
+			if got, want := tokenHead(line, start, end), intern.Head([]byte(line[start:end])); got != want {
+				t.Fatalf("tokenHead(%q, %d, %d) = %#x, want %#x", line, start, end, got, want)
 			}
 		}
 	}

@@ -64,6 +64,7 @@ func (t *idTable) intern(key uint64) uint32 {
 // a generation like idTable's.
 type gramTable struct{ marked[gramSlot, *gramSlot] }
 
+// A gramSlot is one n-gram; packedStats probes the slots itself.
 type gramSlot struct {
 	key uint64
 	gen uint32
@@ -74,52 +75,6 @@ type gramSlot struct {
 }
 
 func (s *gramSlot) mark() (uint64, *uint32) { return s.key, &s.gen }
-
-// addRef counts key once in reference ref (references come in order).
-func (t *gramTable) addRef(key uint64, ref uint32) {
-	if 2*(t.n+1) > len(t.slots) {
-		t.grow(256)
-	}
-	mask := uint64(len(t.slots) - 1)
-	for i := t.slot(key); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.gen != t.gen {
-			*s = gramSlot{key: key, gen: t.gen, ref: ref, cur: 1, max: 1}
-			t.n++
-			return
-		}
-		if s.key == key {
-			if s.ref != ref {
-				s.ref, s.cur = ref, 0
-			}
-			s.cur++
-			s.max = max(s.max, s.cur)
-			return
-		}
-	}
-}
-
-// hit counts key once in the hypothesis, if some reference has it
-// (found), and reports whether that occurrence is matched: whether the
-// hypothesis has no more of it so far than some reference has. Summed over
-// a hypothesis, that is sacrebleu's clipped count, sum over n-grams of
-// min(hypothesis count, max reference count).
-func (t *gramTable) hit(key uint64) (found, matched bool) {
-	if t.n == 0 {
-		return false, false
-	}
-	mask := uint64(len(t.slots) - 1)
-	for i := t.slot(key); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.gen != t.gen {
-			return false, false
-		}
-		if s.key == key {
-			s.hyp++
-			return true, s.hyp <= s.max
-		}
-	}
-}
 
 // marked is the part of idTable and gramTable that is the same: slots
 // marked with a generation, so reset is O(1) and a pooled table is reused
@@ -144,9 +99,20 @@ func (t *marked[S, P]) reset() {
 	}
 }
 
+// fibonacci is the multiplier of Fibonacci hashing, which spreads the
+// packed ids well: a key's first slot is the top bits of key·fibonacci.
+const fibonacci = 0x9e3779b97f4a7c15
+
 func (t *marked[S, P]) slot(key uint64) uint64 {
-	// Fibonacci hashing spreads the packed ids well.
-	return (key * 0x9e3779b97f4a7c15) >> (64 - t.bits)
+	return (key * fibonacci) >> (64 - t.bits)
+}
+
+// reserve makes room for entries more keys (and at least minSize slots),
+// so that that many can be added without a check per key.
+func (t *marked[S, P]) reserve(entries, minSize int) {
+	for 2*(t.n+entries+1) > len(t.slots) || len(t.slots) < minSize {
+		t.grow(minSize)
+	}
 }
 
 // grow doubles the table (at least minSize slots) and reinserts live

@@ -204,14 +204,25 @@ var packedMasks = [maxPackedOrder + 1]uint64{0, 1<<16 - 1, 1<<32 - 1, 1<<48 - 1,
 func (c *counter) fieldIDs(dst []int32, line string, add bool) []int32 {
 	c.spans = appendFields13a(c.spans[:0], line)
 	for k := 0; k < len(c.spans); k += 2 {
-		tok := line[c.spans[k]:c.spans[k+1]]
-		if id, ok := c.vocab.Intern(unsafe.Slice(unsafe.StringData(tok), len(tok)), add); ok {
+		start, end := int(c.spans[k]), int(c.spans[k+1])
+		tok := unsafe.Slice(unsafe.StringData(line[start:]), end-start)
+		if id, ok := c.vocab.InternHead(tok, tokenHead(line, start, end), add); ok {
 			dst = append(dst, int32(id))
 		} else {
 			dst = append(dst, -1)
 		}
 	}
 	return dst
+}
+
+// tokenHead is intern.Head(line[start:end]): for a token of up to 8
+// bytes with 8 bytes of line from its start, one load and a mask.
+func tokenHead(line string, start, end int) uint64 {
+	if end-start <= 8 && start+8 <= len(line) {
+		// A shift by 64 is 0 in Go: an 8-byte token keeps the whole word.
+		return le64(line[start:]) & (1<<(8*(end-start)) - 1)
+	}
+	return intern.Head(unsafe.Slice(unsafe.StringData(line[start:]), end-start))
 }
 
 // sacreStats is the segment statistics of the hypothesis in c.hypIDs
@@ -243,35 +254,61 @@ func (c *counter) sacreStats(out []float64) []float64 {
 // reference position adding the n-grams that end there and each hypothesis
 // position matching them. A hypothesis n-gram whose last n-1 tokens are in
 // no reference is in none either, so the orders above it are not looked up.
+// The table's probes are written out here rather than called as methods:
+// they are most of the work, and the room for every reference
+// n-gram is made once, before the loops.
 func (c *counter) packedStats(out []float64) []float64 {
 	n := len(c.orders)
 	g := &c.grams
 	g.reset()
+	g.reserve((n-1)*len(c.refIDs), 256)
+	slots, mask, shift, gen := g.slots, uint64(len(g.slots)-1), 64-g.bits, g.gen
 	uni := c.uni[:0]
 	for range c.vocab.Len() {
 		uni = append(uni, gramSlot{})
 	}
 	c.uni = uni
 	c.refLens = c.refLens[:0]
-	start := 0
+	start, added := 0, 0
 	for r, end := range c.refEnd {
+		ref := uint32(r)
 		ids := c.refIDs[start:end]
 		start = end
 		c.refLens = append(c.refLens, len(ids))
 		var w uint64
 		for i, id := range ids {
 			u := &uni[id]
-			if u.ref != uint32(r) || u.gen == 0 {
-				u.ref, u.cur, u.gen = uint32(r), 0, 1
+			if u.ref != ref || u.gen == 0 {
+				u.ref, u.cur, u.gen = ref, 0, 1
 			}
 			u.cur++
 			u.max = max(u.max, u.cur)
 			w = w<<16 | uint64(id+1)
 			for k := 2; k <= min(n, i+1); k++ {
-				g.addRef(w&packedMasks[k], uint32(r))
+				key := w & packedMasks[k]
+				for j := (key * fibonacci) >> shift; ; j = (j + 1) & mask {
+					s := &slots[j]
+					if s.gen != gen {
+						// Field by field: a composite literal is built on
+						// the stack and copied, and the copy's wide loads
+						// stall on the narrow stores just made.
+						s.key, s.gen, s.ref, s.cur, s.max, s.hyp = key, gen, ref, 1, 1, 0
+						added++
+						break
+					}
+					if s.key == key {
+						if s.ref != ref {
+							s.ref, s.cur = ref, 0
+						}
+						s.cur++
+						s.max = max(s.max, s.cur)
+						break
+					}
+				}
 			}
 		}
 	}
+	g.n += added
 	hyp := c.hypIDs
 	if len(out) != 2+2*n {
 		out = make([]float64, 2+2*n)
@@ -293,13 +330,21 @@ func (c *counter) packedStats(out []float64) []float64 {
 		}
 		w = w<<16 | uint64(id+1)
 		known++
+	orders:
 		for k := 2; k <= min(n, known); k++ {
-			found, matched := g.hit(w & packedMasks[k])
-			if !found {
-				break
-			}
-			if matched {
-				correct[k-1]++
+			key := w & packedMasks[k]
+			for j := (key * fibonacci) >> shift; ; j = (j + 1) & mask {
+				s := &slots[j]
+				if s.gen != gen {
+					break orders // in no reference, so neither is any longer n-gram ending here
+				}
+				if s.key == key {
+					s.hyp++
+					if s.hyp <= s.max {
+						correct[k-1]++
+					}
+					break
+				}
 			}
 		}
 	}

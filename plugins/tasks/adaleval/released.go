@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // releasedFile is one released file and how many of its items a run uses.
@@ -106,7 +107,7 @@ type bestAnswerItem struct {
 	Tags       json.RawMessage `json:"tags"`
 }
 
-var designation = regexp.MustCompile(`^A([0-9]+)$`)
+var designation = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^A([0-9]+)$`) })
 
 // decodeBestAnswer checks one released BestAnswer item and returns its case.
 func decodeBestAnswer(it *bestAnswerItem) (baCase, error) {
@@ -127,7 +128,7 @@ func decodeBestAnswer(it *bestAnswerItem) (baCase, error) {
 	if err != nil {
 		return c, fmt.Errorf("question_id: %w", err)
 	}
-	m := designation.FindStringSubmatch(*it.Answer)
+	m := designation().FindStringSubmatch(*it.Answer)
 	if m == nil {
 		return c, fmt.Errorf("answer %q: want A<k>", *it.Answer)
 	}
@@ -156,7 +157,7 @@ func scalarString(raw json.RawMessage) (string, error) {
 }
 
 // pyListItem matches one quoted item of a Python list literal.
-var pyListItem = regexp.MustCompile(`'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"`)
+var pyListItem = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"`) })
 
 // parseTags reads tags as a JSON list of strings or as the string of a
 // Python list ("['python', 'excel']"), the two shapes the files use.
@@ -176,7 +177,7 @@ func parseTags(raw json.RawMessage) ([]string, error) {
 	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
 		return nil, fmt.Errorf("%q is not a list", s)
 	}
-	for _, m := range pyListItem.FindAllStringSubmatch(s, -1) {
+	for _, m := range pyListItem().FindAllStringSubmatch(s, -1) {
 		list = append(list, m[1]+m[2])
 	}
 	return list, nil

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Kinds of the task.
@@ -55,10 +56,10 @@ func subsetSize(subset string, s Setting) int {
 
 // settingInName finds the setting in a released file's name:
 // "textsort_16k.json" → 16k, "stackselect_1k_first100.json" → 1k.
-var settingInName = regexp.MustCompile(`_(\d+k)(?:[_.]|$)`)
+var settingInName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`_(\d+k)(?:[_.]|$)`) })
 
 func settingOfFile(name string) (Setting, bool) {
-	m := settingInName.FindStringSubmatch(strings.ToLower(name))
+	m := settingInName().FindStringSubmatch(strings.ToLower(name))
 	if m == nil {
 		return Setting{}, false
 	}

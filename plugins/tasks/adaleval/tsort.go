@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/tokenizer"
@@ -17,24 +18,26 @@ type book struct {
 }
 
 // blankLine separates paragraphs.
-var blankLine = regexp.MustCompile(`\n[ \t\r\f\v\x{3000}]*\n`)
+var blankLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n[ \t\r\f\v\x{3000}]*\n`) })
 
 // chapterHeading matches a paragraph that is only a chapter or book
 // heading: "CHAPTER IV", "Book II.", "第一回 …", "第1章 …". The builder
 // drops such paragraphs so no chapter number gives the order away.
-var chapterHeading = regexp.MustCompile(`(?i)^(?:(?:chapter|book|part|section)\s+(?:[ivxlcdm]+|\d+)\b\.?(?:[ \t:.—-][^\n]{0,60})?|第[0-9零〇一二三四五六七八九十百千两]+[回章节卷部篇](?:\s[^\n]{0,60})?)$`)
+var chapterHeading = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^(?:(?:chapter|book|part|section)\s+(?:[ivxlcdm]+|\d+)\b\.?(?:[ \t:.—-][^\n]{0,60})?|第[0-9零〇一二三四五六七八九十百千两]+[回章节卷部篇](?:\s[^\n]{0,60})?)$`)
+})
 
 // separatorOnly is a paragraph of rules and punctuation ("------------").
-var separatorOnly = regexp.MustCompile(`^[\p{P}\p{S}\s]*$`)
+var separatorOnly = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[\p{P}\p{S}\s]*$`) })
 
 // paragraphs splits text at blank lines, trims each paragraph and drops
 // headings and separators. Lines inside a paragraph keep their newlines.
 func paragraphs(text string) []string {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	var out []string
-	for _, p := range blankLine.Split(text, -1) {
+	for _, p := range blankLine().Split(text, -1) {
 		p = strings.TrimSpace(strings.Trim(p, "\u3000"))
-		if p == "" || separatorOnly.MatchString(p) || chapterHeading.MatchString(p) {
+		if p == "" || separatorOnly().MatchString(p) || chapterHeading().MatchString(p) {
 			continue
 		}
 		out = append(out, p)
