@@ -303,6 +303,19 @@ WITH pos AS (
 	WHERE sa.run_id = $1 AND sa.eval_name = $2
 )`
 
+// positioned says whether any sample of an eval may lie on a length or
+// depth axis (bucketPos): one with a grid point, a length or a depth.
+// Without one, bucketSums and gridSums are empty, and this scan of the
+// eval's samples costs a fraction of their join of every sample to its
+// scores (a quarter at 20,000 samples of a task with no positions, the
+// throughput bench's): a run's report asks for both.
+func (s *Store) positioned(ctx context.Context, runID, evalName string) (bool, error) {
+	var ok bool
+	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM samples
+		WHERE run_id = $1 AND eval_name = $2 AND (grid_length IS NOT NULL OR length_tokens > 0 OR depth >= 0))`, runID, evalName).Scan(&ok)
+	return ok, err
+}
+
 // gridSums groups the same scores by length and depth together: the cells
 // of a length × depth heatmap. Samples off either axis are in no cell.
 const gridSums = bucketPos + `
@@ -325,6 +338,12 @@ type GridSum struct {
 func (s *Store) GridSums(ctx context.Context, runID, evalName string) ([]GridSum, error) {
 	if err := s.flush(ctx); err != nil { // this process's log holds rows not yet fed
 		return nil, fmt.Errorf("grid sums of %s/%s: %w", runID, evalName, err)
+	}
+	if ok, err := s.positioned(ctx, runID, evalName); err != nil || !ok {
+		if err != nil {
+			return nil, fmt.Errorf("grid sums of %s/%s: %w", runID, evalName, err)
+		}
+		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx, gridSums, runID, evalName)
 	if err != nil {
@@ -350,6 +369,12 @@ func (s *Store) GridSums(ctx context.Context, runID, evalName string) ([]GridSum
 func (s *Store) BucketSums(ctx context.Context, runID, evalName string) ([]BucketSum, error) {
 	if err := s.flush(ctx); err != nil {
 		return nil, fmt.Errorf("bucket sums of %s/%s: %w", runID, evalName, err)
+	}
+	if ok, err := s.positioned(ctx, runID, evalName); err != nil || !ok {
+		if err != nil {
+			return nil, fmt.Errorf("bucket sums of %s/%s: %w", runID, evalName, err)
+		}
+		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx, bucketSums, runID, evalName)
 	if err != nil {
