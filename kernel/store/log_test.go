@@ -585,3 +585,61 @@ func TestNewSegmentRacesStrayRemoval(t *testing.T) {
 	close(done)
 	swept.Wait()
 }
+
+// linger takes the records that come while it waits, up to lingerRecords,
+// and ends at once when the journal closes or its time is up.
+func TestLinger(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		max    time.Duration
+		send   int  // records sent while it lingers
+		close  bool // close the journal once they are taken
+		want   int  // records in the batch, the first included
+		unsent int  // records left for the next batch
+	}{
+		{"fills up", time.Hour, lingerRecords - 1, false, lingerRecords, 0},
+		{"stops at lingerRecords", time.Hour, lingerRecords + 5, false, lingerRecords, 6},
+		{"closing", time.Hour, 3, true, 4, 0},
+		{"time is up", time.Nanosecond, 0, false, 1, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: c.max}
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				for range c.send - c.unsent {
+					s.logOps <- &logOp{}
+				}
+				if c.close {
+					close(s.closing)
+				}
+			}()
+			rest := make(chan int)
+			if c.unsent > 0 {
+				// The records linger does not take wait for the next batch.
+				go func() {
+					<-sent
+					n := 0
+					for range c.unsent {
+						s.logOps <- &logOp{}
+						n++
+					}
+					rest <- n
+				}()
+			}
+			got := s.linger([]*logOp{{}})
+			if len(got) != c.want {
+				t.Errorf("batch of %d records, want %d", len(got), c.want)
+			}
+			<-sent
+			if c.unsent > 0 {
+				for range c.unsent {
+					<-s.logOps
+				}
+				if n := <-rest; n != c.unsent {
+					t.Errorf("%d records left, want %d", n, c.unsent)
+				}
+			}
+		})
+	}
+}

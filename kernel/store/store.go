@@ -115,6 +115,7 @@ type Store struct {
 	sync        Sync
 	logDir      string
 	logOps      chan *logOp // unbuffered, as ops
+	lingerMax   time.Duration
 	seg         *segment
 	fmu         sync.Mutex
 	segs        []*segment // this process's segments not yet removed
@@ -207,6 +208,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		sync:        opts.Sync,
 		logDir:      logDir,
 		logOps:      make(chan *logOp),
+		lingerMax:   lingerMax,
 		feedKick:    make(chan struct{}, 1),
 		flushReq:    make(chan chan error),
 		logStopped:  make(chan struct{}),
