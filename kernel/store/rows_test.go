@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -291,5 +292,31 @@ func TestBatchMultiRow(t *testing.T) {
 				t.Errorf("samples of e2 = %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// jsonStrings and jsonInts write what encoding/json does: the journal's
+// targets and chunks columns do not change.
+func TestJSONArrays(t *testing.T) {
+	for _, ss := range [][]string{
+		nil, {}, {""}, {"42"}, {"a", "b c"},
+		{`"quoted" \ back`, "tab\tnew\nline", "<b>&amp;</b>", "\u2028\u2029", "caf\xc3\xa9 \xff bad", "\x00\x1f"},
+	} {
+		want, err := json.Marshal(nonNil(ss))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonStrings(ss); got != string(want) {
+			t.Errorf("jsonStrings(%q) = %s, want %s", ss, got, want)
+		}
+	}
+	for _, xs := range [][]int{nil, {}, {0}, {3, -1, 1 << 40}} {
+		want, err := json.Marshal(nonNil(xs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonInts(xs); got != string(want) {
+			t.Errorf("jsonInts(%v) = %s, want %s", xs, got, want)
+		}
 	}
 }

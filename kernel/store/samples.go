@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 )
 
 var (
@@ -102,20 +104,12 @@ func sampleRow(runID, evalName string, smp *sdk.Sample, meta SampleMeta) (row, e
 	if math.IsNaN(smp.Depth) {
 		return row{}, fmt.Errorf("put sample %s/%s/%s: depth is NaN; use a negative depth when it does not apply", runID, evalName, smp.ID)
 	}
-	targets, err := json.Marshal(nonNil(smp.Targets))
-	if err != nil {
-		return row{}, fmt.Errorf("put sample %s/%s/%s: targets: %w", runID, evalName, smp.ID, err)
-	}
-	metadata, err := json.Marshal(smp.Metadata)
-	if err != nil {
-		return row{}, fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
-	}
-	if smp.Metadata == nil {
-		metadata = []byte("{}")
-	}
-	chunks, err := json.Marshal(nonNil(meta.Chunks))
-	if err != nil {
-		return row{}, fmt.Errorf("put sample %s/%s/%s: chunks: %w", runID, evalName, smp.ID, err)
+	metadata := []byte("{}")
+	if smp.Metadata != nil {
+		var err error
+		if metadata, err = json.Marshal(smp.Metadata); err != nil {
+			return row{}, fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
+		}
 	}
 	var gridLength, gridDepth any // NULL without a grid point
 	if g := smp.Grid; g != nil {
@@ -124,9 +118,43 @@ func sampleRow(runID, evalName string, smp *sdk.Sample, meta SampleMeta) (row, e
 		}
 		gridLength, gridDepth = g.Length, g.Depth
 	}
-	return row{table: samplesTable, args: []any{runID, evalName, smp.ID, meta.Index, smp.Question, string(targets),
+	return row{table: samplesTable, args: []any{runID, evalName, smp.ID, meta.Index, smp.Question, jsonStrings(smp.Targets),
 		smp.Length.Tokens, smp.Length.Tokenizer, smp.Depth, smp.Language, smp.Subtask, string(metadata),
-		meta.Retriever, meta.Truncated, meta.SentTokens, string(chunks), meta.RequestKey, gridLength, gridDepth}}, nil
+		meta.Retriever, meta.Truncated, meta.SentTokens, jsonInts(meta.Chunks), meta.RequestKey, gridLength, gridDepth}}, nil
+}
+
+// jsonStrings is json.Marshal(nonNil(ss)), and jsonInts that of xs,
+// without encoding/json's reflection: every sample journals both.
+func jsonStrings(ss []string) string {
+	if len(ss) == 0 {
+		return "[]"
+	}
+	n := 1 + len(ss)
+	for _, s := range ss {
+		n += jsonstr.QuotedLen(s)
+	}
+	b := append(make([]byte, 0, n), '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonstr.AppendQuoted(b, s)
+	}
+	return string(append(b, ']'))
+}
+
+func jsonInts(xs []int) string {
+	if len(xs) == 0 {
+		return "[]"
+	}
+	b := append(make([]byte, 0, 4*len(xs)+2), '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return string(append(b, ']'))
 }
 
 // Samples lists the journaled samples of one eval of a run, in stream order.
@@ -218,9 +246,12 @@ func scoreRow(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) (
 			return row{}, fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
 		}
 	}
-	stats, err := json.Marshal(nonNil(sc.Stats))
-	if err != nil {
-		return row{}, fmt.Errorf("put score %s/%s/%s/%s: stats: %w", runID, evalName, sampleID, scorer, err)
+	stats := []byte("[]")
+	if len(sc.Stats) > 0 {
+		var err error
+		if stats, err = json.Marshal(sc.Stats); err != nil {
+			return row{}, fmt.Errorf("put score %s/%s/%s/%s: stats: %w", runID, evalName, sampleID, scorer, err)
+		}
 	}
 	return row{table: scoresTable, args: []any{runID, evalName, sampleID, scorer, value, sc.Invalid, string(details), string(stats)}}, nil
 }
