@@ -128,7 +128,7 @@ func (s *Store) appender() {
 		if busy && s.sync == SyncBatch {
 			batch = s.linger(batch)
 		}
-		busy = len(batch) >= busyRecords
+		busy = len(batch) >= busyRecords && batchBytes(batch) < lingerBytes
 		var err error
 		buf, err = s.appendBatch(batch, buf[:0])
 		for _, op := range batch {
@@ -146,26 +146,33 @@ func (s *Store) appender() {
 // this machine's disk an fdatasync costs some 115 µs of CPU (more than the
 // 20 µs the feed spends on a sample), and at 4,000 samples/s the log synced
 // every 10 records, 0.2 fsyncs per sample. Busy is a batch of busyRecords
-// or more: one caller, or a few now and then, never waits, and the wait
-// is at most lingerMax, ended early by lingerRecords.
+// or more, under lingerBytes: one caller, or a few now and then, never
+// waits, nor do long records (long contexts' requests), whose fsync is
+// mostly the writing of their pages and which would be held the longer.
+// The wait is at most lingerMax, ended early by lingerRecords or
+// lingerBytes.
 const (
 	busyRecords   = 4
 	lingerMax     = time.Millisecond
 	lingerRecords = 64
+	lingerBytes   = 1 << 20
 )
 
 // linger adds to batch the records that come within s.lingerMax
-// (lingerMax but in tests), up to lingerRecords, and returns it.
+// (lingerMax but in tests), up to lingerRecords or lingerBytes, and
+// returns it.
 func (s *Store) linger(batch []*logOp) []*logOp {
-	if len(batch) >= lingerRecords {
+	bytes := batchBytes(batch)
+	if len(batch) >= lingerRecords || bytes >= lingerBytes {
 		return batch
 	}
 	t := time.NewTimer(s.lingerMax)
 	defer t.Stop()
-	for len(batch) < lingerRecords {
+	for len(batch) < lingerRecords && bytes < lingerBytes {
 		select {
 		case op := <-s.logOps:
 			batch = append(batch, op)
+			bytes += len(op.rec)
 		case <-t.C:
 			return batch
 		case <-s.closing:
@@ -173,6 +180,14 @@ func (s *Store) linger(batch []*logOp) []*logOp {
 		}
 	}
 	return batch
+}
+
+func batchBytes(batch []*logOp) int {
+	n := 0
+	for _, op := range batch {
+		n += len(op.rec)
+	}
+	return n
 }
 
 // appendBatch writes and syncs batch's records, then queues them for the

@@ -643,3 +643,19 @@ func TestLinger(t *testing.T) {
 		})
 	}
 }
+
+// linger stops once the batch holds lingerBytes: long records are not
+// held back for more.
+func TestLingerBytes(t *testing.T) {
+	s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: time.Hour}
+	long := &logOp{rec: make([]byte, lingerBytes/2)}
+	if got := s.linger([]*logOp{{rec: make([]byte, lingerBytes)}}); len(got) != 1 {
+		t.Errorf("a batch of lingerBytes took %d more records", len(got)-1)
+	}
+	done := make(chan []*logOp)
+	go func() { done <- s.linger([]*logOp{long}) }()
+	s.logOps <- long
+	if got := <-done; len(got) != 2 {
+		t.Errorf("batch of %d records, want 2", len(got))
+	}
+}
