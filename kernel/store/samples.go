@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -104,12 +105,9 @@ func sampleRow(runID, evalName string, smp *sdk.Sample, meta SampleMeta) (row, e
 	if math.IsNaN(smp.Depth) {
 		return row{}, fmt.Errorf("put sample %s/%s/%s: depth is NaN; use a negative depth when it does not apply", runID, evalName, smp.ID)
 	}
-	metadata := []byte("{}")
-	if smp.Metadata != nil {
-		var err error
-		if metadata, err = json.Marshal(smp.Metadata); err != nil {
-			return row{}, fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
-		}
+	metadata, err := jsonObject(smp.Metadata)
+	if err != nil {
+		return row{}, fmt.Errorf("put sample %s/%s/%s: metadata: %w", runID, evalName, smp.ID, err)
 	}
 	var gridLength, gridDepth any // NULL without a grid point
 	if g := smp.Grid; g != nil {
@@ -119,8 +117,68 @@ func sampleRow(runID, evalName string, smp *sdk.Sample, meta SampleMeta) (row, e
 		gridLength, gridDepth = g.Length, g.Depth
 	}
 	return row{table: samplesTable, args: []any{runID, evalName, smp.ID, meta.Index, smp.Question, jsonStrings(smp.Targets),
-		smp.Length.Tokens, smp.Length.Tokenizer, smp.Depth, smp.Language, smp.Subtask, string(metadata),
+		smp.Length.Tokens, smp.Length.Tokenizer, smp.Depth, smp.Language, smp.Subtask, metadata,
 		meta.Retriever, meta.Truncated, meta.SentTokens, jsonInts(meta.Chunks), meta.RequestKey, gridLength, gridDepth}}, nil
+}
+
+// jsonObject is json.Marshal(m), "{}" for nil, as a string. The flat
+// objects scorers and tasks mostly give (values nil, bool, string, float64
+// or an integer) are written without encoding/json's reflection and its
+// sort of reflect.Values, which cost a score's row more than the rest of
+// it (750 ns against 1.5-2.2 µs for {"match":true,"target":0}); any other
+// value goes through json.Marshal.
+func jsonObject(m map[string]any) (string, error) {
+	if m == nil {
+		return "{}", nil
+	}
+	if b, ok := appendFlatObject(make([]byte, 0, 64), m); ok {
+		return string(b), nil
+	}
+	b, err := json.Marshal(m)
+	return string(b), err
+}
+
+// appendFlatObject appends json.Marshal(m), keys in byte order as it sorts
+// them; ok is false for a value it does not write the same way.
+func appendFlatObject(b []byte, m map[string]any) ([]byte, bool) {
+	var buf [8]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(jsonstr.AppendQuoted(b, k), ':')
+		ok := true
+		switch v := m[k].(type) {
+		case nil:
+			b = append(b, "null"...)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		case string:
+			b = jsonstr.AppendQuoted(b, v)
+		case float64:
+			b, ok = jsonstr.AppendFloat(b, v)
+		case int:
+			b = strconv.AppendInt(b, int64(v), 10)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case int32:
+			b = strconv.AppendInt(b, int64(v), 10)
+		case uint64:
+			b = strconv.AppendUint(b, v, 10)
+		default: // float32's shortest form, nesting, Marshalers: json.Marshal's
+			ok = false
+		}
+		if !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
 }
 
 // jsonStrings is json.Marshal(nonNil(ss)), and jsonInts that of xs,
@@ -239,12 +297,9 @@ func scoreRow(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) (
 		}
 		value = 0
 	}
-	details := []byte("{}")
-	if sc.Details != nil {
-		var err error
-		if details, err = json.Marshal(sc.Details); err != nil {
-			return row{}, fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
-		}
+	details, err := jsonObject(sc.Details)
+	if err != nil {
+		return row{}, fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
 	}
 	stats := []byte("[]")
 	if len(sc.Stats) > 0 {
@@ -253,7 +308,7 @@ func scoreRow(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) (
 			return row{}, fmt.Errorf("put score %s/%s/%s/%s: stats: %w", runID, evalName, sampleID, scorer, err)
 		}
 	}
-	return row{table: scoresTable, args: []any{runID, evalName, sampleID, scorer, value, sc.Invalid, string(details), string(stats)}}, nil
+	return row{table: scoresTable, args: []any{runID, evalName, sampleID, scorer, value, sc.Invalid, details, string(stats)}}, nil
 }
 
 // Scores returns every score one scorer gave in one eval of a run, in the
