@@ -146,33 +146,42 @@ func (s *Store) appender() {
 // this machine's disk an fdatasync costs some 115 µs of CPU (more than the
 // 20 µs the feed spends on a sample), and at 4,000 samples/s the log synced
 // every 10 records, 0.2 fsyncs per sample. Busy is a batch of busyRecords
-// or more, under lingerBytes: one caller, or a few now and then, never
-// waits, nor do long records (long contexts' requests), whose fsync is
-// mostly the writing of their pages and which would be held the longer.
-// The wait is at most lingerMax, ended early by lingerRecords or
-// lingerBytes.
+// or more, under lingerBytes: one caller, or a few at a time, never waits,
+// nor do long records (long contexts' requests), whose fsync is mostly the
+// writing of their pages and which would be held the longer. It lingers
+// while records keep coming, each within lingerGap of the last: when the
+// callers are all in the batch already (a few writers, each waiting on its
+// record), waiting longer only delays them. The wait is at most lingerMax,
+// ended early by lingerRecords or lingerBytes.
 const (
-	busyRecords   = 4
+	busyRecords   = 8
+	lingerGap     = 200 * time.Microsecond
 	lingerMax     = time.Millisecond
 	lingerRecords = 64
 	lingerBytes   = 1 << 20
 )
 
-// linger adds to batch the records that come within s.lingerMax
-// (lingerMax but in tests), up to lingerRecords or lingerBytes, and
-// returns it.
+// linger adds to batch the records that come within s.lingerMax, each
+// within s.lingerGap of the last (lingerMax and lingerGap but in tests), up
+// to lingerRecords or lingerBytes, and returns it.
 func (s *Store) linger(batch []*logOp) []*logOp {
 	bytes := batchBytes(batch)
 	if len(batch) >= lingerRecords || bytes >= lingerBytes {
 		return batch
 	}
-	t := time.NewTimer(s.lingerMax)
+	deadline := time.Now().Add(s.lingerMax)
+	t := time.NewTimer(min(s.lingerGap, s.lingerMax))
 	defer t.Stop()
 	for len(batch) < lingerRecords && bytes < lingerBytes {
 		select {
 		case op := <-s.logOps:
 			batch = append(batch, op)
 			bytes += len(op.rec)
+			left := time.Until(deadline)
+			if left <= 0 {
+				return batch
+			}
+			t.Reset(min(s.lingerGap, left))
 		case <-t.C:
 			return batch
 		case <-s.closing:

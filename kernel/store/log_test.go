@@ -587,23 +587,26 @@ func TestNewSegmentRacesStrayRemoval(t *testing.T) {
 }
 
 // linger takes the records that come while it waits, up to lingerRecords,
-// and ends at once when the journal closes or its time is up.
+// and ends at once when the journal closes, its time is up, or no record
+// came within the gap.
 func TestLinger(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		max    time.Duration
+		gap    time.Duration
 		send   int  // records sent while it lingers
 		close  bool // close the journal once they are taken
 		want   int  // records in the batch, the first included
 		unsent int  // records left for the next batch
 	}{
-		{"fills up", time.Hour, lingerRecords - 1, false, lingerRecords, 0},
-		{"stops at lingerRecords", time.Hour, lingerRecords + 5, false, lingerRecords, 6},
-		{"closing", time.Hour, 3, true, 4, 0},
-		{"time is up", time.Nanosecond, 0, false, 1, 0},
+		{"fills up", time.Hour, time.Hour, lingerRecords - 1, false, lingerRecords, 0},
+		{"stops at lingerRecords", time.Hour, time.Hour, lingerRecords + 5, false, lingerRecords, 6},
+		{"closing", time.Hour, time.Hour, 3, true, 4, 0},
+		{"time is up", time.Nanosecond, time.Hour, 0, false, 1, 0},
+		{"no record within the gap", time.Hour, time.Nanosecond, 0, false, 1, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: c.max}
+			s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: c.max, lingerGap: c.gap}
 			sent := make(chan struct{})
 			go func() {
 				defer close(sent)
@@ -647,7 +650,7 @@ func TestLinger(t *testing.T) {
 // linger stops once the batch holds lingerBytes: long records are not
 // held back for more.
 func TestLingerBytes(t *testing.T) {
-	s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: time.Hour}
+	s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: time.Hour, lingerGap: time.Hour}
 	long := &logOp{rec: make([]byte, lingerBytes/2)}
 	if got := s.linger([]*logOp{{rec: make([]byte, lingerBytes)}}); len(got) != 1 {
 		t.Errorf("a batch of lingerBytes took %d more records", len(got)-1)

@@ -114,8 +114,9 @@ type Store struct {
 	// by fmu.
 	sync        Sync
 	logDir      string
-	logOps      chan *logOp // unbuffered, as ops
-	lingerMax   time.Duration
+	logOps      chan *logOp   // unbuffered, as ops
+	lingerMax   time.Duration // see linger
+	lingerGap   time.Duration
 	seg         *segment
 	fmu         sync.Mutex
 	segs        []*segment // this process's segments not yet removed
@@ -209,6 +210,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		logDir:      logDir,
 		logOps:      make(chan *logOp),
 		lingerMax:   lingerMax,
+		lingerGap:   lingerGap,
 		feedKick:    make(chan struct{}, 1),
 		flushReq:    make(chan chan error),
 		logStopped:  make(chan struct{}),
