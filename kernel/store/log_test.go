@@ -588,7 +588,7 @@ func TestNewSegmentRacesStrayRemoval(t *testing.T) {
 
 // linger takes the records that come while it waits, up to lingerRecords,
 // and ends at once when the journal closes, its time is up, or no record
-// came within the gap.
+// came within lingerGaps times the gap it was given (at least lingerGapMin).
 func TestLinger(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -606,7 +606,7 @@ func TestLinger(t *testing.T) {
 		{"no record within the gap", time.Hour, time.Nanosecond, 0, false, 1, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: c.max, lingerGap: c.gap}
+			s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: c.max}
 			sent := make(chan struct{})
 			go func() {
 				defer close(sent)
@@ -630,7 +630,7 @@ func TestLinger(t *testing.T) {
 					rest <- n
 				}()
 			}
-			got := s.linger([]*logOp{{}})
+			got := s.linger([]*logOp{{}}, c.gap)
 			if len(got) != c.want {
 				t.Errorf("batch of %d records, want %d", len(got), c.want)
 			}
@@ -650,13 +650,13 @@ func TestLinger(t *testing.T) {
 // linger stops once the batch holds lingerBytes: long records are not
 // held back for more.
 func TestLingerBytes(t *testing.T) {
-	s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: time.Hour, lingerGap: time.Hour}
+	s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: time.Hour}
 	long := &logOp{rec: make([]byte, lingerBytes/2)}
-	if got := s.linger([]*logOp{{rec: make([]byte, lingerBytes)}}); len(got) != 1 {
+	if got := s.linger([]*logOp{{rec: make([]byte, lingerBytes)}}, time.Hour); len(got) != 1 {
 		t.Errorf("a batch of lingerBytes took %d more records", len(got)-1)
 	}
 	done := make(chan []*logOp)
-	go func() { done <- s.linger([]*logOp{long}) }()
+	go func() { done <- s.linger([]*logOp{long}, time.Hour) }()
 	s.logOps <- long
 	if got := <-done; len(got) != 2 {
 		t.Errorf("batch of %d records, want 2", len(got))

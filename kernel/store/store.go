@@ -116,7 +116,6 @@ type Store struct {
 	logDir      string
 	logOps      chan *logOp   // unbuffered, as ops
 	lingerMax   time.Duration // see linger
-	lingerGap   time.Duration
 	seg         *segment
 	fmu         sync.Mutex
 	segs        []*segment // this process's segments not yet removed
@@ -210,7 +209,6 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		logDir:      logDir,
 		logOps:      make(chan *logOp),
 		lingerMax:   lingerMax,
-		lingerGap:   lingerGap,
 		feedKick:    make(chan struct{}, 1),
 		flushReq:    make(chan chan error),
 		logStopped:  make(chan struct{}),
