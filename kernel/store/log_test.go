@@ -585,3 +585,80 @@ func TestNewSegmentRacesStrayRemoval(t *testing.T) {
 	close(done)
 	swept.Wait()
 }
+
+// linger takes the records that come while it waits, up to lingerRecords,
+// and ends at once when the journal closes, its time is up, or no record
+// came within lingerGaps times the gap it was given (at least lingerGapMin).
+func TestLinger(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		max    time.Duration
+		gap    time.Duration
+		send   int  // records sent while it lingers
+		close  bool // close the journal once they are taken
+		want   int  // records in the batch, the first included
+		unsent int  // records left for the next batch
+	}{
+		{"fills up", time.Hour, time.Hour, lingerRecords - 1, false, lingerRecords, 0},
+		{"stops at lingerRecords", time.Hour, time.Hour, lingerRecords + 5, false, lingerRecords, 6},
+		{"closing", time.Hour, time.Hour, 3, true, 4, 0},
+		{"time is up", time.Nanosecond, time.Hour, 0, false, 1, 0},
+		{"no record within the gap", time.Hour, time.Nanosecond, 0, false, 1, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: c.max}
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				for range c.send - c.unsent {
+					s.logOps <- &logOp{}
+				}
+				if c.close {
+					close(s.closing)
+				}
+			}()
+			rest := make(chan int)
+			if c.unsent > 0 {
+				// The records linger does not take wait for the next batch.
+				go func() {
+					<-sent
+					n := 0
+					for range c.unsent {
+						s.logOps <- &logOp{}
+						n++
+					}
+					rest <- n
+				}()
+			}
+			got := s.linger([]*logOp{{}}, c.gap)
+			if len(got) != c.want {
+				t.Errorf("batch of %d records, want %d", len(got), c.want)
+			}
+			<-sent
+			if c.unsent > 0 {
+				for range c.unsent {
+					<-s.logOps
+				}
+				if n := <-rest; n != c.unsent {
+					t.Errorf("%d records left, want %d", n, c.unsent)
+				}
+			}
+		})
+	}
+}
+
+// linger stops once the batch holds lingerBytes: long records are not
+// held back for more.
+func TestLingerBytes(t *testing.T) {
+	s := &Store{logOps: make(chan *logOp), closing: make(chan struct{}), lingerMax: time.Hour}
+	long := &logOp{rec: make([]byte, lingerBytes/2)}
+	if got := s.linger([]*logOp{{rec: make([]byte, lingerBytes)}}, time.Hour); len(got) != 1 {
+		t.Errorf("a batch of lingerBytes took %d more records", len(got)-1)
+	}
+	done := make(chan []*logOp)
+	go func() { done <- s.linger([]*logOp{long}, time.Hour) }()
+	s.logOps <- long
+	if got := <-done; len(got) != 2 {
+		t.Errorf("batch of %d records, want 2", len(got))
+	}
+}

@@ -210,3 +210,72 @@ func TestGridSums(t *testing.T) {
 		t.Errorf("grid sums = %+v, want %+v", got, want)
 	}
 }
+
+// BucketSums and GridSums skip their join when no sample of the eval may
+// lie on an axis (positioned); whatever the samples, they say what the
+// join says.
+func TestSumsWithoutPositions(t *testing.T) {
+	ctx := context.Background()
+	off := sdk.Sample{Depth: -1} // no length, no depth, no grid point
+	for _, c := range []struct {
+		name    string
+		samples []sdk.Sample
+		buckets int // rows BucketSums must give
+	}{
+		{"none on an axis", []sdk.Sample{off, off, off}, 0},
+		{"no samples", nil, 0},
+		{"one length", []sdk.Sample{off, {Length: sdk.Length{Tokens: 500}, Depth: -1}, off}, 1},
+		{"one depth", []sdk.Sample{off, off, {Depth: 0}}, 1},
+		{"one grid point", []sdk.Sample{{Depth: -1, Grid: &sdk.GridPoint{Length: 1000, Depth: 0.5}}, off}, 2},
+		{"grid point off both axes", []sdk.Sample{{Depth: -1, Grid: &sdk.GridPoint{Depth: -1}}, off}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTest(t)
+			run, _ := s.BeginRun(ctx, RunInfo{})
+			if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Scorers: []string{"x"}}); err != nil {
+				t.Fatal(err)
+			}
+			for i, smp := range c.samples {
+				smp.ID = fmt.Sprint(i)
+				if err := s.PutResult(ctx, run, "e", &smp, SampleMeta{Index: i}, []NamedScore{{Scorer: "x", Score: &sdk.ScoreResponse{Value: 1}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			buckets, err := s.BucketSums(ctx, run, "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(buckets) != c.buckets {
+				t.Errorf("bucket sums = %+v, want %d rows", buckets, c.buckets)
+			}
+			if n := countRows(t, s, bucketSums, run); n != len(buckets) {
+				t.Errorf("bucket sums gave %d rows, the join %d", len(buckets), n)
+			}
+			grid, err := s.GridSums(ctx, run, "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := countRows(t, s, gridSums, run); n != len(grid) {
+				t.Errorf("grid sums gave %d rows, the join %d", len(grid), n)
+			}
+		})
+	}
+}
+
+// countRows is the number of rows query gives for eval "e" of run.
+func countRows(t *testing.T, s *Store, query, run string) int {
+	t.Helper()
+	rows, err := s.db.Query(query, run, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -291,5 +293,67 @@ func TestBatchMultiRow(t *testing.T) {
 				t.Errorf("samples of e2 = %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// jsonStrings and jsonInts write what encoding/json does: the journal's
+// targets and chunks columns do not change.
+func TestJSONArrays(t *testing.T) {
+	for _, ss := range [][]string{
+		nil, {}, {""}, {"42"}, {"a", "b c"},
+		{`"quoted" \ back`, "tab\tnew\nline", "<b>&amp;</b>", "\u2028\u2029", "caf\xc3\xa9 \xff bad", "\x00\x1f"},
+	} {
+		want, err := json.Marshal(nonNil(ss))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonStrings(ss); got != string(want) {
+			t.Errorf("jsonStrings(%q) = %s, want %s", ss, got, want)
+		}
+	}
+	for _, xs := range [][]int{nil, {}, {0}, {3, -1, 1 << 40}} {
+		want, err := json.Marshal(nonNil(xs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonInts(xs); got != string(want) {
+			t.Errorf("jsonInts(%v) = %s, want %s", xs, got, want)
+		}
+	}
+}
+
+// jsonObject writes what encoding/json does, or fails where it fails: a
+// score's details and a sample's metadata do not change.
+func TestJSONObject(t *testing.T) {
+	many := map[string]any{}
+	for i := range 20 {
+		many[fmt.Sprintf("k%02d", 19-i)] = float64(i) / 3
+	}
+	for _, m := range []map[string]any{
+		nil,
+		{},
+		{"match": true, "target": float64(0)},
+		{"b": false, "a": nil, "c": "x", "ä": "é", "A": 1, "z": int64(-5), "y": int32(7), "x": uint64(1 << 63)},
+		{"f": 0.1, "g": 1e-7, "h": 1e21, "i": -0.0, "j": 123456789.125, "k": 1e20, "l": 5e-324},
+		{"<key>&": "<b>&amp;</b>", "tab\t": "line\n\u2028", "bad\xff": "caf\xc3\xa9 \xff"},
+		many,
+		{"nested": map[string]any{"b": 1, "a": []any{1, "x"}}, "top": 1.5}, // through json.Marshal
+		{"f32": float32(0.1)},
+		{"n": json.Number("12")},
+		{"list": []float64{1, 2}},
+	} {
+		want, wantErr := json.Marshal(m)
+		if m == nil {
+			want = []byte("{}")
+		}
+		got, err := jsonObject(m)
+		if err != nil || wantErr != nil || got != string(want) {
+			t.Errorf("jsonObject(%v) = %s, %v; want %s, %v", m, got, err, want, wantErr)
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
+		if _, err := jsonObject(map[string]any{"v": bad}); err == nil {
+			t.Errorf("jsonObject of %v: no error", bad)
+		}
 	}
 }

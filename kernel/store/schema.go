@@ -269,7 +269,9 @@ type dialect struct {
 	name string
 	// numbered: statements take $1, $2 … rather than ?.
 	numbered bool
-	migrate  func(ctx context.Context, conn *sql.Conn) error
+	// rawInserts: the writer's INSERTs bypass database/sql (insertStmts).
+	rawInserts bool
+	migrate    func(ctx context.Context, conn *sql.Conn) error
 	// checkpoint, run before a fed log is removed, makes the rows fed from
 	// it durable; "" when a commit already is.
 	checkpoint string
@@ -277,12 +279,18 @@ type dialect struct {
 	// settings for the feed's large transactions that readers need not
 	// share.
 	writerSetup []string
+	// cacheSize is the statement setting the writer's page cache, in KiB,
+	// given as %d (see feedCacheKiB); "" where the database has no such
+	// setting per connection.
+	cacheSize string
 }
 
 var sqliteDialect = &dialect{
 	name:       "sqlite",
+	rawInserts: true,
 	migrate:    func(ctx context.Context, conn *sql.Conn) error { return migrate(ctx, conn, migrations) },
 	checkpoint: `PRAGMA wal_checkpoint(PASSIVE)`,
+	cacheSize:  `PRAGMA cache_size = -%d`,
 	writerSetup: []string{
 		// A multi-row INSERT with constraints keeps a statement journal
 		// (the pages it changed, as they were), so that a failing row
@@ -306,10 +314,7 @@ var sqliteDialect = &dialect{
 		// (16384 pages, no automatic checkpoint in a run of 20,000 short
 		// samples) made that end 0.2 s longer than 16 MB, for no less CPU.
 		//
-		// A larger page cache (8 MB) saved the feed's spills of dirty
-		// pages mid-transaction and their reads back too (another 15 %),
-		// but held 8 MB of long contexts' pages at the NIAH row's peak:
-		// not kept.
+		// The writer's page cache is sized by each feed (feedCacheKiB).
 		`PRAGMA wal_autocheckpoint = 4096`,
 	},
 }

@@ -97,7 +97,10 @@ type Store struct {
 	// inserts are the writer's multi-row INSERTs, prepared on first use;
 	// only the writer goroutine touches them until Close.
 	inserts insertStmts
-	known   knownKeys
+	// writerCache is the page cache set on wconn, in KiB; 0 for the
+	// database's default. The writer goroutine's alone (setWriterCache).
+	writerCache int
+	known       knownKeys
 	// answerBufs are *answerBuf, kept from one range of report reads to
 	// the next (responserows.go).
 	answerBufs sync.Pool
@@ -111,7 +114,8 @@ type Store struct {
 	// by fmu.
 	sync        Sync
 	logDir      string
-	logOps      chan *logOp // unbuffered, as ops
+	logOps      chan *logOp   // unbuffered, as ops
+	lingerMax   time.Duration // see linger
 	seg         *segment
 	fmu         sync.Mutex
 	segs        []*segment // this process's segments not yet removed
@@ -204,10 +208,14 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		sync:        opts.Sync,
 		logDir:      logDir,
 		logOps:      make(chan *logOp),
+		lingerMax:   lingerMax,
 		feedKick:    make(chan struct{}, 1),
 		flushReq:    make(chan chan error),
 		logStopped:  make(chan struct{}),
 		feedStopped: make(chan struct{}),
+	}
+	if dl.rawInserts {
+		s.inserts.conn = wconn
 	}
 	go s.writer()
 	// What dead processes logged but never fed goes in before anything
