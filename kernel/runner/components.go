@@ -116,8 +116,9 @@ func (c *components) rawModel(ctx context.Context, comp *config.Component) (sdk.
 // judge, which the runner builds). It does not wait: the eval's own calls
 // for each then wait for that open, and meet its error, in their order.
 // Opened one after another, the plugin processes of an eval cost their
-// start-ups in series before its first sample.
-func (c *components) prefetch(ctx context.Context, ev *config.Eval) {
+// start-ups in series before its first sample. retrievers: open its
+// retrievers too (see Prefetch).
+func (c *components) prefetch(ctx context.Context, ev *config.Eval, retrievers bool) {
 	startOpen(ctx, c, ev.Task, c.opener.OpenTask)
 	for _, sc := range ev.Scorers {
 		if sc.Type != JudgeScorer {
@@ -128,7 +129,7 @@ func (c *components) prefetch(ctx context.Context, ev *config.Eval) {
 		startOpen(ctx, c, m, c.opener.OpenModel)
 	}
 	for _, rt := range ev.Retrievers {
-		if rt != nil {
+		if rt != nil && retrievers {
 			startOpen(ctx, c, rt, c.opener.OpenRetriever)
 		}
 	}

@@ -107,7 +107,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 		return out
 	}
-	comps.prefetch(ctx, ev)
+	comps.prefetch(ctx, ev, true)
 	task, err := comps.task(ctx, ev.Task)
 	if err != nil {
 		return fail(err.Error())
@@ -158,13 +158,20 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 	}
 
 	limit := r.limit(ev)
-	perRow, exact, counted := countSamples(ctx, task, limit, r.opts.Shard)
-	bar.expect(expected(perRow, counted, rows))
-	if exact {
-		for _, rw := range rows {
-			rw.expected = perRow
-		}
-	}
+	// The task counts its samples (for the progress bar's total and each
+	// row's expected count, journaled at its end) while they stream: a
+	// task counts by reading them all, which would otherwise delay the
+	// first sample by as much.
+	var perRow int
+	var exact bool
+	counting := make(chan struct{})
+	live := liveRows(rows)
+	go func() {
+		defer close(counting)
+		var counted bool
+		perRow, exact, counted = countSamples(ctx, task, limit, r.opts.Shard)
+		bar.expect(perRow*live, counted)
+	}()
 	for _, phase := range phases(rows) {
 		if ctx.Err() != nil {
 			break
@@ -184,6 +191,12 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 	}
 
+	<-counting
+	if exact {
+		for _, rw := range rows {
+			rw.expected = perRow
+		}
+	}
 	r.feedSoon()
 	for _, sh := range scorers {
 		if sh.batch != nil {

@@ -34,19 +34,15 @@ func countSamples(ctx context.Context, task sdk.Task, limit int, sh shard.Spec) 
 	return n, true, true
 }
 
-// expected is how many samples an eval will process: its per-row count
-// times the rows that will run.
-func expected(perRow int, ok bool, rows []*row) (int, bool) {
-	if !ok {
-		return 0, false
-	}
+// liveRows is how many of an eval's rows will run: those that opened.
+func liveRows(rows []*row) int {
 	live := 0
 	for _, rw := range rows {
 		if rw.res.Error == "" {
 			live++
 		}
 	}
-	return perRow * live, true
+	return live
 }
 
 // phases splits an eval's rows into groups that run one after another. Rows
