@@ -39,6 +39,9 @@ type row struct {
 type indexedScore struct {
 	seq int
 	sc  *sdk.ScoreResponse
+	// details: sc's details as its plugin encoded them, when sc.Details
+	// is nil (scoreJob.details).
+	details []byte
 }
 
 type scorerHandle struct {
@@ -53,11 +56,13 @@ type scorerHandle struct {
 }
 
 // score scores one sample, in a batch where the scorer takes them.
-func (sh scorerHandle) score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+// details: see scoreJob.
+func (sh scorerHandle) score(ctx context.Context, req *sdk.ScoreRequest) (resp *sdk.ScoreResponse, details []byte, err error) {
 	if sh.batch != nil {
 		return sh.batch.Score(ctx, req)
 	}
-	return sh.scorer.Score(ctx, req)
+	resp, err = sh.scorer.Score(ctx, req)
+	return resp, nil, err
 }
 
 // sample is smp as the scorer receives it.

@@ -163,7 +163,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 
 	named := make([]store.NamedScore, 0, len(scorers))
 	for _, sh := range scorers {
-		sc, err := sh.score(ctx, &sdk.ScoreRequest{Sample: sh.sample(smp), Prediction: ans.text})
+		sc, details, err := sh.score(ctx, &sdk.ScoreRequest{Sample: sh.sample(smp), Prediction: ans.text})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ans.wait
@@ -172,9 +172,9 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 				rw.cancel(fmt.Errorf("scorer %s: %w", sh.ref, err))
 				return ans.wait
 			}
-			sc = &sdk.ScoreResponse{Invalid: true, Details: map[string]any{"error": err.Error()}}
+			sc, details = &sdk.ScoreResponse{Invalid: true, Details: map[string]any{"error": err.Error()}}, nil
 		}
-		named = append(named, store.NamedScore{Scorer: sh.ref, Score: sc})
+		named = append(named, store.NamedScore{Scorer: sh.ref, Score: sc, DetailsJSON: details})
 	}
 	journaled := smp
 	if smp.Length != orig.Length {
@@ -190,7 +190,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 	}
 	rw.mu.Lock()
 	for _, n := range named {
-		rw.scores[n.Scorer] = append(rw.scores[n.Scorer], indexedScore{seq, n.Score})
+		rw.scores[n.Scorer] = append(rw.scores[n.Scorer], indexedScore{seq, n.Score, n.DetailsJSON})
 	}
 	rw.mu.Unlock()
 	return ans.wait
