@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hayloft/hayloft/kernel/config"
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
 )
 
 // closingModel is an echoModel that records its Close.
@@ -221,5 +223,66 @@ task "counting" "t" {}
 	case <-m.closed:
 	default:
 		t.Error("Close left the prefetched model open")
+	}
+}
+
+// waitingAggregator is an aggregating scorer that reports, at each
+// Aggregate, whether the model had been closed by then (waiting a while
+// for it on the last eval, whose model closes in the background).
+type waitingAggregator struct {
+	infoScorer
+	model  *closingModel
+	wait   bool
+	closed []bool
+}
+
+func (s *waitingAggregator) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	timeout := time.Duration(0)
+	if s.wait {
+		timeout = 30 * time.Second
+	}
+	select {
+	case <-s.model.closed:
+		s.closed = append(s.closed, true)
+	case <-time.After(timeout):
+		s.closed = append(s.closed, false)
+	}
+	s.wait = true // the next eval is the last
+	return s.infoScorer.Aggregate(ctx, req)
+}
+
+// The last eval's task and model processes are closed once its samples are
+// answered, before its rows are aggregated; an eval with another after it
+// keeps the model the next one uses.
+func TestLastEvalClosesModelBeforeAggregating(t *testing.T) {
+	f := newFixture(t, 3, nil)
+	m := &closingModel{closed: make(chan struct{})}
+	f.set.RegisterModel("a", func(context.Context, sdk.Options) (sdk.Model, error) { return m, nil })
+	sc := &waitingAggregator{infoScorer: infoScorer{caps: []string{plugin.CapAggregator}}, model: m}
+	f.set.RegisterScorer("agg", func(context.Context, sdk.Options) (sdk.Scorer, error) { return sc, nil })
+	res, err := f.run(t, context.Background(), `
+task "counting" "t" {}
+model "a" "a" {}
+eval "first" {
+  task    = task.counting.t
+  models  = [model.a.a]
+  scorers = ["agg"]
+}
+eval "last" {
+  task    = task.counting.t
+  models  = [model.a.a]
+  scorers = ["agg"]
+}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range res.Evals {
+		if ev.Error != "" || ev.Samples != 3 {
+			t.Errorf("eval %s: %d samples, error %q", ev.Name, ev.Samples, ev.Error)
+		}
+	}
+	if want := []bool{false, true}; !slices.Equal(sc.closed, want) {
+		t.Errorf("model closed at each eval's aggregate: %v, want %v", sc.closed, want)
 	}
 }

@@ -76,7 +76,8 @@ func (sh scorerHandle) sample(smp *sdk.Sample) *sdk.Sample {
 // runEval runs one eval block: a row per model × retriever. Every row is
 // journaled, including those that cannot start, so that a report read
 // from the journal shows what failed; pos numbers the rows of the run.
-func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, models map[string]*config.Component, comps *components, bar *progress, cost *overhead, pos *int) []*EvalResult {
+// last: no eval of the run comes after this one.
+func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, models map[string]*config.Component, comps *components, last bool, bar *progress, cost *overhead, pos *int) []*EvalResult {
 	var rows []*row
 	var scorers []scorerHandle
 	newRow := func(m, rt *config.Component) *row {
@@ -197,6 +198,11 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 	}
 
 	<-counting
+	if last {
+		// Only the scorers are asked anything more (their own Aggregate):
+		// the other processes stop while the rows are aggregated.
+		comps.closeEarly(func(k sdk.Kind) bool { return k != sdk.KindScorer })
+	}
 	if exact {
 		for _, rw := range rows {
 			rw.expected = perRow

@@ -118,11 +118,14 @@ func (r *Runner) Run(ctx context.Context, cfg *config.Config) (*Result, error) {
 	var cost overhead
 	pos := 0 // numbers the rows of the run, in the journal
 	bar := newProgress(r.opts.Progress)
+	var evals []*config.Eval
 	for _, ev := range cfg.Evals {
-		if !r.selected(ev.Name) {
-			continue
+		if r.selected(ev.Name) {
+			evals = append(evals, ev)
 		}
-		rows := r.runEval(ctx, runID, ev, modelBlocks(cfg), comps, bar, &cost, &pos)
+	}
+	for i, ev := range evals {
+		rows := r.runEval(ctx, runID, ev, modelBlocks(cfg), comps, i == len(evals)-1, bar, &cost, &pos)
 		res.Evals = append(res.Evals, rows...)
 		if ctx.Err() != nil {
 			break
