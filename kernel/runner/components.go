@@ -219,6 +219,22 @@ func readsSample(c any) bool {
 	return ok && r.ReadsSample()
 }
 
+// bareSample is a sample and, made once on first use, the copy of it
+// without its context that every component not reading the context
+// receives (withoutContext): the model and each scorer would otherwise
+// copy the sample each.
+type bareSample struct {
+	full    *sdk.Sample
+	without *sdk.Sample
+}
+
+func (b *bareSample) bare() *sdk.Sample {
+	if b.without == nil {
+		b.without = withoutContext(b.full)
+	}
+	return b.without
+}
+
 // withoutContext is smp as a component that does not read the context
 // receives it.
 func withoutContext(smp *sdk.Sample) *sdk.Sample {

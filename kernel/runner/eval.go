@@ -66,11 +66,11 @@ func (sh scorerHandle) score(ctx context.Context, req *sdk.ScoreRequest) (resp *
 }
 
 // sample is smp as the scorer receives it.
-func (sh scorerHandle) sample(smp *sdk.Sample) *sdk.Sample {
+func (sh scorerHandle) sample(smp *bareSample) *sdk.Sample {
 	if sh.readsSample {
-		return smp
+		return smp.full
 	}
-	return withoutContext(smp)
+	return smp.bare()
 }
 
 // runEval runs one eval block: a row per model × retriever. Every row is

@@ -160,12 +160,16 @@ func (h *modelHandle) generate(ctx context.Context, req *sdk.GenerateRequest) (*
 // overloaded reports whether any attempt was refused for load (429, 503).
 func overloaded(resp *sdk.GenerateResponse, err error) bool {
 	var attempts []sdk.Attempt
-	var ae *sdk.AttemptsError
 	switch {
 	case resp != nil:
 		attempts = resp.Attempts
-	case errors.As(err, &ae):
-		attempts = ae.Attempts
+	case err != nil:
+		// Only here: errors.As's target escapes, an allocation per
+		// request had it run for every answer.
+		var ae *sdk.AttemptsError
+		if errors.As(err, &ae) {
+			attempts = ae.Attempts
+		}
 	}
 	for _, a := range attempts {
 		if a.Status == 429 || a.Status == 503 {
@@ -187,9 +191,9 @@ func (h *modelHandle) params(smp *sdk.Sample) sdk.GenerationParams {
 
 // requestSample is the sample as the model receives it: without its
 // context unless the model reads it, since the messages carry it already.
-func (h *modelHandle) requestSample(smp *sdk.Sample) *sdk.Sample {
+func (h *modelHandle) requestSample(smp *bareSample) *sdk.Sample {
 	if h.readsSample {
-		return smp
+		return smp.full
 	}
-	return withoutContext(smp)
+	return smp.bare()
 }

@@ -129,7 +129,8 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.res.Truncated++
 		rw.mu.Unlock()
 	}
-	req := &sdk.GenerateRequest{Messages: p.fitted.Messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(smp), Slot: slot}
+	shared := &bareSample{full: smp}
+	req := &sdk.GenerateRequest{Messages: p.fitted.Messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(shared), Slot: slot}
 	gctx := ctx
 	if prefilled != nil {
 		// The generation's context only: a judge called by a scorer
@@ -163,7 +164,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 
 	named := make([]store.NamedScore, 0, len(scorers))
 	for _, sh := range scorers {
-		sc, details, err := sh.score(ctx, &sdk.ScoreRequest{Sample: sh.sample(smp), Prediction: ans.text})
+		sc, details, err := sh.score(ctx, &sdk.ScoreRequest{Sample: sh.sample(shared), Prediction: ans.text})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ans.wait

@@ -4,7 +4,6 @@ import (
 	"context"
 	"iter"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -170,19 +169,9 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 		// A sample counts its jobs down, the dispatch holding one reference
 		// until every row has its job; whoever ends last reports it done.
 		// Prefills count down alike: each job's first token, or its end.
-		refs, pre := new(atomic.Int32), new(atomic.Int32)
-		refs.Store(1)
-		pre.Store(1)
-		release := func() {
-			if refs.Add(-1) == 0 {
-				done.put(p)
-			}
-		}
-		prefilled := func() {
-			if pre.Add(-1) == 0 {
-				done.prefill(p)
-			}
-		}
+		d := &dispatched{it: p, done: done}
+		d.refs.Store(1)
+		d.pre.Store(1)
 		for i, rw := range rows[first:] {
 			if i > 0 {
 				if rw.res.Error != "" || rw.ctx.Err() != nil {
@@ -195,17 +184,16 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 				}
 			}
 			cost.start()
-			refs.Add(1)
-			pre.Add(1)
+			d.refs.Add(1)
+			d.pre.Add(1)
 			pool.Go(func() {
-				var once sync.Once
-				mine := func() { once.Do(prefilled) }
+				j := job{d: d}
 				defer rw.model.endJob()
-				defer release() // before endJob frees the slot the next choice waits on
-				defer mine()    // an answer implies the prefill, reported first
+				defer d.release()   // before endJob frees the slot the next choice waits on
+				defer j.prefilled() // an answer implies the prefill, reported first
 				var hook func()
 				if listen && p.Leads {
-					hook = mine
+					hook = j.prefilled
 				}
 				t0 := time.Now()
 				wait := r.process(rw.ctx, runID, evalName, rw, scorers, p.Value, p.Seq, rw.model.slot(p.Slot), hook)
@@ -213,7 +201,42 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 				bar.add()
 			})
 		}
-		prefilled()
-		release()
+		d.prefilled()
+		d.release()
+	}
+}
+
+// dispatched is a sample sent to the rows of a phase: it counts down their
+// jobs (refs) and their prefills (pre), each holding one reference for the
+// dispatch until every row has its job, and tells the window (through the
+// done queue) when the last of each ends. One allocation per sample.
+type dispatched struct {
+	it        sendorder.Item[*sdk.Sample]
+	done      *doneQueue
+	refs, pre atomic.Int32
+}
+
+func (d *dispatched) release() {
+	if d.refs.Add(-1) == 0 {
+		d.done.put(d.it)
+	}
+}
+
+func (d *dispatched) prefilled() {
+	if d.pre.Add(-1) == 0 {
+		d.done.prefill(d.it)
+	}
+}
+
+// job is one row's part of a dispatched sample: its prefill counts once,
+// whether reported by the model's first token or by the job's end.
+type job struct {
+	d    *dispatched
+	once atomic.Bool
+}
+
+func (j *job) prefilled() {
+	if !j.once.Swap(true) {
+		j.d.prefilled()
 	}
 }
