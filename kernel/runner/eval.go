@@ -107,7 +107,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 				if rw.res.Error == "" {
 					rw.res.Error = msg
 				}
-				r.finishRow(ctx, runID, rw)
+				r.finishRow(ctx, runID, rw, nil)
 				out = append(out, rw.res)
 			}
 		}
@@ -215,6 +215,22 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 			r.log.Debug("scorer batches", "eval", ev.Name, "scorer", sh.ref, "calls", calls, "requests", reqs)
 		}
 	}
+	// Every sample of the rows is journaled by now: their prefix-cache
+	// sums, a join of each sample to its response, are read while the
+	// rows are aggregated (the bootstrap) rather than after.
+	uses := make([]*store.PrefixUse, len(rows))
+	summed := make(chan struct{})
+	go func() {
+		defer close(summed)
+		for i, rw := range rows {
+			if rw.unjournaled {
+				continue
+			}
+			if u, err := r.opts.Store.PrefixUse(context.WithoutCancel(ctx), runID, rw.journalName); err == nil {
+				uses[i] = &u
+			} // else FinishEval sums them, and says what failed
+		}
+	}()
 	out := make([]*EvalResult, 0, len(rows))
 	for _, rw := range rows {
 		if cause := context.Cause(rw.ctx); cause != nil && rw.res.Error == "" && ctx.Err() == nil {
@@ -222,20 +238,25 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 		rw.cancel(nil)
 		r.aggregate(ctx, rw, scorers)
-		r.finishRow(ctx, runID, rw)
 		out = append(out, rw.res)
+	}
+	<-summed
+	for i, rw := range rows {
+		r.finishRow(ctx, runID, rw, uses[i])
 	}
 	return out
 }
 
 // finishRow journals how a row ended and its metrics: what reports read.
-func (r *Runner) finishRow(ctx context.Context, runID string, rw *row) {
+// use is its prefix-cache sums, when read already (nil: FinishEval sums
+// them).
+func (r *Runner) finishRow(ctx context.Context, runID string, rw *row, use *store.PrefixUse) {
 	if rw.unjournaled {
 		return
 	}
 	res := rw.res
 	o := store.Outcome{Samples: res.Samples, Cached: res.Cached, Errors: res.Errors, Truncated: res.Truncated, Error: res.Error,
-		Expected: rw.expected, PrefixMetrics: rw.prefixMetrics}
+		Expected: rw.expected, PrefixMetrics: rw.prefixMetrics, PrefixUse: use}
 	if err := r.opts.Store.FinishEval(context.WithoutCancel(ctx), runID, rw.journalName, o, res.Metrics); err != nil {
 		r.log.Error("journal: finish eval", "eval", rw.journalName, "error", err)
 		if res.Error == "" {
