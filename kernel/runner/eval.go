@@ -240,6 +240,10 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		r.aggregate(ctx, rw, scorers)
 		out = append(out, rw.res)
 	}
+	if last {
+		// Aggregated: no component is asked anything more in this run.
+		comps.closeEarly(func(sdk.Kind) bool { return true })
+	}
 	<-summed
 	for i, rw := range rows {
 		r.finishRow(ctx, runID, rw, uses[i])
