@@ -21,9 +21,11 @@ type modelHandle struct {
 	settings config.ModelSettings
 	identity store.ModelIdentity
 	keyer    *store.Keyer // request keys under identity
-	// jobs bounds the samples in progress for this model (retrieval,
-	// fitting, scoring included); limit bounds the requests at the server.
+	// jobs bounds the samples on their way to the model and at it
+	// (retrieval, fitting included), post those journaled and scored after
+	// its answer (job.answered); limit bounds the requests at the server.
 	jobs  chan struct{}
+	post  chan struct{}
 	limit *limiter.Limiter
 	comp  *config.Component
 	// readsSample: the model answers from GenerateRequest.Sample's context
@@ -85,7 +87,7 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*
 	if err != nil {
 		return nil, err
 	}
-	h := &modelHandle{window: prompt.Window{Size: ms.ContextWindow, Strategy: prompt.Strategy(ms.Truncation)}, model: m, settings: ms, identity: id, keyer: keyer, comp: comp, readsSample: reads, keyed: keyed || keyedEnv, jobs: make(chan struct{}, ms.MaxConcurrency),
+	h := &modelHandle{window: prompt.Window{Size: ms.ContextWindow, Strategy: prompt.Strategy(ms.Truncation)}, model: m, settings: ms, identity: id, keyer: keyer, comp: comp, readsSample: reads, keyed: keyed || keyedEnv, jobs: make(chan struct{}, ms.MaxConcurrency), post: make(chan struct{}, ms.MaxConcurrency),
 		limit: limiter.New(limiter.Options{Initial: initial, Min: 1, Max: ms.MaxConcurrency})}
 	if ms.LoadProbe != "" {
 		base, _ := extra["base_url"].(string)

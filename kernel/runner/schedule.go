@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,11 +93,12 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 	slots := 1
 	for _, rw := range rows {
 		if rw.model != nil {
-			slots += rw.model.settings.MaxConcurrency
+			slots += 2 * rw.model.settings.MaxConcurrency
 		}
 	}
 	// Reusable workers, not a goroutine per sample: see package workers.
-	// The models' job slots (startJob) bound how many samples run at once.
+	// The models' job slots (startJob) and post slots (job.answered) bound
+	// how many samples run at once: a worker for each.
 	pool := workers.New(slots)
 	defer pool.Wait()
 	next, stop := iter.Pull2(task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}))
@@ -187,16 +189,15 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 			d.refs.Add(1)
 			d.pre.Add(1)
 			pool.Go(func() {
-				j := job{d: d}
-				defer rw.model.endJob()
-				defer d.release()   // before endJob frees the slot the next choice waits on
-				defer j.prefilled() // an answer implies the prefill, reported first
+				j := job{d: d, rw: rw}
+				defer j.finish()
+				it := d.sample() // not p: what the worker holds after the answer is dropped (job.answered)
 				var hook func()
-				if listen && p.Leads {
+				if listen && it.Leads {
 					hook = j.prefilled
 				}
 				t0 := time.Now()
-				wait := r.process(rw.ctx, runID, evalName, rw, scorers, p.Value, p.Seq, rw.model.slot(p.Slot), hook)
+				wait := r.process(rw.ctx, runID, evalName, rw, scorers, it.Value, it.Seq, rw.model.slot(it.Slot), hook, j.answered)
 				cost.done(time.Since(t0) - wait)
 				bar.add()
 			})
@@ -209,34 +210,93 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 // dispatched is a sample sent to the rows of a phase: it counts down their
 // jobs (refs) and their prefills (pre), each holding one reference for the
 // dispatch until every row has its job, and tells the window (through the
-// done queue) when the last of each ends. One allocation per sample.
+// done queue) when the last of each ends: a job ends for the window once
+// its model has answered. One allocation per sample.
 type dispatched struct {
+	mu        sync.Mutex
 	it        sendorder.Item[*sdk.Sample]
 	done      *doneQueue
 	refs, pre atomic.Int32
 }
 
+// sample is the item a job runs: read by each job as it starts, before
+// its release.
+func (d *dispatched) sample() sendorder.Item[*sdk.Sample] {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.it
+}
+
 func (d *dispatched) release() {
 	if d.refs.Add(-1) == 0 {
-		d.done.put(d.it)
+		d.mu.Lock()
+		it := d.it
+		// Every job has its copy: the sample, and its context, are the
+		// window's and theirs alone from now on.
+		d.it.Value = nil
+		d.mu.Unlock()
+		d.done.put(it)
 	}
 }
 
 func (d *dispatched) prefilled() {
 	if d.pre.Add(-1) == 0 {
-		d.done.prefill(d.it)
+		d.done.prefill(d.sample())
 	}
 }
 
-// job is one row's part of a dispatched sample: its prefill counts once,
-// whether reported by the model's first token or by the job's end.
+// job is one row's part of a dispatched sample. Its model's job slot
+// bounds the samples on their way to the model and at it; once the model
+// has answered, the slot goes to the next sample while this one is
+// journaled and scored under a slot of the model's post-processing
+// (modelHandle.post), so that what follows an answer does not keep the
+// server from its next request: with 50 ms answers, journaling and scoring
+// took the slot for another 10-30 ms.
 type job struct {
 	d    *dispatched
-	once atomic.Bool
+	rw   *row
+	once atomic.Bool // the prefill is counted
+	// Set by the job's own goroutine only.
+	released bool // d.release done (at the answer)
+	posting  bool // holds a post slot, and no job slot
 }
 
+// prefilled counts the job's prefill once: its model's first token, or its
+// answer (which implies it), whichever comes first.
 func (j *job) prefilled() {
 	if !j.once.Swap(true) {
 		j.d.prefilled()
+	}
+}
+
+// answered hands the job slot on once the model has answered, holding a
+// post slot instead; if none is free (journaling falls behind), it waits
+// for one, and so does the next sample.
+func (j *job) answered() {
+	if j.posting {
+		return
+	}
+	j.prefilled()
+	select {
+	case j.rw.model.post <- struct{}{}:
+	case <-j.rw.ctx.Done():
+		return // the row ends: finish frees the job slot
+	}
+	j.posting = true
+	j.released = true
+	j.d.release() // before endJob frees the slot the next choice waits on
+	j.rw.model.endJob()
+}
+
+// finish ends the job: what answered has not done yet, and the post slot.
+func (j *job) finish() {
+	j.prefilled() // an answer implies the prefill, reported first
+	if !j.released {
+		j.d.release()
+	}
+	if j.posting {
+		<-j.rw.model.post
+	} else {
+		j.rw.model.endJob()
 	}
 }
