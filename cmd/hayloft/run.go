@@ -165,23 +165,23 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 	if err := e.precheck(ctx, s.cfg.Path, ef.commonFlags, ef.evals); err != nil {
 		return err
 	}
+	opts := runner.Options{Opener: s.host, Logger: s.log, Version: version, Limit: ef.limit, Evals: ef.evals}
+	opts.Shard = sh
+	// The first eval's plugin processes start while the journal opens.
+	pre := runner.Prefetch(ctx, opts, s.cfg)
 	st, err := openJournal(ctx, s.cfg.Settings)
 	if err != nil {
+		pre.Close()
 		return err
 	}
 	defer st.Close()
 	// Retrievers keep their embedding cache in the journal, through the
 	// host: plugins never open it themselves.
 	s.host.UseEmbeddingCache(st)
+	opts.Store, opts.Prefetched = st, pre
 
-	var bar *os.File
 	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = f
-	}
-	opts := runner.Options{Opener: s.host, Store: st, Logger: s.log, Version: version, Limit: ef.limit, Evals: ef.evals}
-	opts.Shard = sh
-	if bar != nil {
-		opts.Progress = bar
+		opts.Progress = f
 	}
 	res, runErr := runner.New(opts).Run(ctx, s.cfg)
 	summarized := false // the summary, FAILED lines included, is on stdout

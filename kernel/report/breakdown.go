@@ -34,6 +34,12 @@ type acc struct {
 // scores them all). Rows whose samples all share one length (or have none)
 // get no length breakdown: a single bucket repeats the eval-level metric.
 func breakdown(ctx context.Context, st *store.Store, runID string, e store.EvalInfo) (byLength, byDepth []*Bucket, err error) {
+	// A row whose samples share one length and one depth gets neither
+	// breakdown: a cheap look at the samples spares summing their scores.
+	spans, err := st.BucketSpan(ctx, runID, e.Name)
+	if err != nil || !spans {
+		return nil, nil, err
+	}
 	sums, err := st.BucketSums(ctx, runID, e.Name)
 	if err != nil || len(sums) == 0 {
 		return nil, nil, err

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sort"
 
 	"github.com/hayloft/hayloft/kernel/store"
@@ -15,18 +17,40 @@ func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle)
 	for _, sh := range scorers {
 		list := rw.scores[sh.ref]
 		sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
+		agg := aggregator(sh.scorer)
+		_, mean := agg.(meanOnly)
 		scores := make([]*sdk.ScoreResponse, len(list))
+		var err error
 		for i, s := range list {
 			scores[i] = s.sc
+			if !mean && s.sc.Details == nil && s.details != nil {
+				// The scorer's own Aggregate may read the details,
+				// which came encoded (scoreJob.details).
+				if scores[i], err = withDetails(s.sc, s.details); err != nil {
+					break
+				}
+			}
 		}
-		agg, err := stats.Aggregate(context.WithoutCancel(ctx), aggregator(sh.scorer), scores, stats.DefaultSeed)
+		var m *sdk.AggregateResponse
+		if err == nil {
+			m, err = stats.Aggregate(context.WithoutCancel(ctx), agg, scores, stats.DefaultSeed)
+		}
 		if err != nil {
 			r.log.Error("aggregate", "scorer", sh.ref, "error", err)
 			rw.res.Metrics[sh.ref] = &store.Metric{N: len(scores), Details: map[string]any{"error": err.Error()}}
 			continue
 		}
-		rw.res.Metrics[sh.ref] = agg
+		rw.res.Metrics[sh.ref] = m
 	}
+}
+
+// withDetails is sc with details, a JSON object, decoded into Details.
+func withDetails(sc *sdk.ScoreResponse, details []byte) (*sdk.ScoreResponse, error) {
+	c := *sc
+	if err := json.Unmarshal(details, &c.Details); err != nil {
+		return nil, fmt.Errorf("score details: %w", err)
+	}
+	return &c, nil
 }
 
 // aggregator is sc as stats.Aggregate is to see it. A plugin scorer whose

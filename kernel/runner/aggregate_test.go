@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -63,5 +65,88 @@ eval "e" {
 	}
 	if got := m["corpus"]; got == nil || got.Value != 42 {
 		t.Errorf("corpus metric %+v, want its own 42", got)
+	}
+}
+
+// encodedScorer answers batches as a plugin's scorer does through the
+// host: details encoded by the plugin (DetailsJSON), Response.Details nil.
+type encodedScorer struct {
+	infoScorer
+	details string
+	seen    atomic.Value // the details the last Aggregate received
+}
+
+func (s *encodedScorer) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest) ([]plugin.ScoreResult, error) {
+	out := make([]plugin.ScoreResult, len(reqs))
+	for i, req := range reqs {
+		out[i].Response, out[i].Err = s.Score(ctx, req)
+		out[i].DetailsJSON = []byte(s.details)
+	}
+	return out, nil
+}
+
+func (s *encodedScorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	if len(req.Scores) > 0 {
+		s.seen.Store(req.Scores[0].Details)
+	}
+	return s.infoScorer.Aggregate(ctx, req)
+}
+
+// A batched scorer's details are journaled as its plugin encoded them, not
+// decoded and encoded again (which would reorder these keys and round the
+// integer to a float64's 53 bits); a scorer's own Aggregate still gets
+// them decoded; details that are not a JSON object end the row.
+func TestScoreDetailsJournaledAsEncoded(t *testing.T) {
+	const details = `{"z":1,"big":9007199254740993,"a":"x<y"}`
+	for _, c := range []struct {
+		name, details string
+		caps          []string
+		wantErr       string
+	}{
+		{"mean", details, nil, ""},
+		{"own aggregate", details, []string{plugin.CapAggregator}, ""},
+		{"not an object", `[1,2]`, nil, "not a JSON object"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, 3, map[string]*echoModel{"m": {}})
+			sc := &encodedScorer{infoScorer: infoScorer{caps: c.caps}, details: c.details}
+			f.set.RegisterScorer("enc", func(context.Context, sdk.Options) (sdk.Scorer, error) { return sc, nil })
+			res, err := f.run(t, context.Background(), `
+task "counting" "t" {}
+model "m" "m" {}
+eval "e" {
+  task    = task.counting.t
+  models  = [model.m.m]
+  scorers = ["enc"]
+}
+`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := res.Evals[0]
+			if c.wantErr != "" {
+				if !strings.Contains(ev.Error, c.wantErr) {
+					t.Fatalf("row error %q, want one saying %q", ev.Error, c.wantErr)
+				}
+				return
+			}
+			if ev.Error != "" || ev.Samples != 3 {
+				t.Fatalf("row: %d samples, error %q", ev.Samples, ev.Error)
+			}
+			got, err := f.store.SampleScores(context.Background(), res.RunID, "e/model.m.m/none", "1", []string{"enc"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got[0].Details) != details {
+				t.Errorf("journaled details %s, want the plugin's bytes %s", got[0].Details, details)
+			}
+			if c.caps == nil {
+				return
+			}
+			want := map[string]any{"z": 1.0, "big": 9007199254740993.0, "a": "x<y"}
+			if seen, _ := sc.seen.Load().(map[string]any); !maps.Equal(seen, want) {
+				t.Errorf("Aggregate got details %v, want %v", seen, want)
+			}
+		})
 	}
 }

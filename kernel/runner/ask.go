@@ -68,7 +68,7 @@ func (a *Asker) Model() string { return a.h.comp.Ref() }
 // before. Safe for concurrent use; the model's max_concurrency bounds the
 // requests in flight.
 func (a *Asker) Ask(ctx context.Context, msgs []sdk.Message) (string, error) {
-	ans, err := a.r.respond(ctx, a.h, &sdk.GenerateRequest{Messages: msgs, Params: a.h.settings.Params})
+	ans, err := a.r.respond(ctx, a.h, &sdk.GenerateRequest{Messages: msgs, Params: a.h.settings.Params}, nil)
 	var ge *generateError
 	switch {
 	case errors.As(err, &ge):

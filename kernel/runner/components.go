@@ -28,6 +28,10 @@ type opening struct {
 	// closer: v is a component to close at the end (a model handle is
 	// not: its model is).
 	closer bool
+	kind   sdk.Kind
+	// closing is closed once a close begun early (closeEarly) is done;
+	// nil while none has begun.
+	closing chan struct{}
 }
 
 func newComponents(o Opener) *components {
@@ -35,14 +39,14 @@ func newComponents(o Opener) *components {
 }
 
 // claim returns key's opening, and whether the caller is the first to ask
-// for it and must run it (see run).
-func (c *components) claim(key string, closer bool) (o *opening, first bool) {
+// for it and must run it (see run). kind is the component's.
+func (c *components) claim(key string, kind sdk.Kind, closer bool) (o *opening, first bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if o, ok := c.opened[key]; ok {
 		return o, false
 	}
-	o = &opening{done: make(chan struct{}), closer: closer}
+	o = &opening{done: make(chan struct{}), closer: closer, kind: kind}
 	c.opened[key] = o
 	return o, true
 }
@@ -55,8 +59,8 @@ func (o *opening) run(f func() (any, error)) {
 
 // once runs f the first time key is asked for and returns its result to
 // every caller, waiting for an open still under way.
-func (c *components) once(key string, closer bool, f func() (any, error)) (any, error) {
-	o, first := c.claim(key, closer)
+func (c *components) once(key string, kind sdk.Kind, closer bool, f func() (any, error)) (any, error) {
+	o, first := c.claim(key, kind, closer)
 	if first {
 		o.run(f)
 	}
@@ -79,7 +83,7 @@ func opener[T any](ctx context.Context, comp *config.Component, with func(contex
 // same error. Its reference names its kind, so what is kept under it is
 // a T.
 func open[T any](ctx context.Context, c *components, comp *config.Component, with func(context.Context, string, string, sdk.Options) (T, error)) (T, error) {
-	v, err := c.once(comp.Ref(), true, opener(ctx, comp, with))
+	v, err := c.once(comp.Ref(), comp.Kind, true, opener(ctx, comp, with))
 	if err != nil {
 		var zero T
 		return zero, err
@@ -90,7 +94,7 @@ func open[T any](ctx context.Context, c *components, comp *config.Component, wit
 // startOpen begins opening comp in the background unless it was asked for
 // already; a later open waits for it.
 func startOpen[T any](ctx context.Context, c *components, comp *config.Component, with func(context.Context, string, string, sdk.Options) (T, error)) {
-	if o, first := c.claim(comp.Ref(), true); first {
+	if o, first := c.claim(comp.Ref(), comp.Kind, true); first {
 		go o.run(opener(ctx, comp, with))
 	}
 }
@@ -116,8 +120,9 @@ func (c *components) rawModel(ctx context.Context, comp *config.Component) (sdk.
 // judge, which the runner builds). It does not wait: the eval's own calls
 // for each then wait for that open, and meet its error, in their order.
 // Opened one after another, the plugin processes of an eval cost their
-// start-ups in series before its first sample.
-func (c *components) prefetch(ctx context.Context, ev *config.Eval) {
+// start-ups in series before its first sample. retrievers: open its
+// retrievers too (see Prefetch).
+func (c *components) prefetch(ctx context.Context, ev *config.Eval, retrievers bool) {
 	startOpen(ctx, c, ev.Task, c.opener.OpenTask)
 	for _, sc := range ev.Scorers {
 		if sc.Type != JudgeScorer {
@@ -128,33 +133,62 @@ func (c *components) prefetch(ctx context.Context, ev *config.Eval) {
 		startOpen(ctx, c, m, c.opener.OpenModel)
 	}
 	for _, rt := range ev.Retrievers {
-		if rt != nil {
+		if rt != nil && retrievers {
 			startOpen(ctx, c, rt, c.opener.OpenRetriever)
 		}
 	}
 }
 
 // closeAll closes every component opened, at once (each is a plugin
-// process to stop), once the opens still under way are done.
+// process to stop), once the opens still under way are done, and waits
+// for the closes closeEarly began.
 func (c *components) closeAll() {
 	c.mu.Lock()
-	var all []*opening
+	var all, early []*opening
 	for _, o := range c.opened {
-		if o.closer {
+		switch {
+		case o.closing != nil:
+			early = append(early, o)
+		case o.closer:
 			all = append(all, o)
 		}
 	}
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, o := range all {
-		wg.Go(func() {
-			<-o.done
-			if cl, ok := o.v.(io.Closer); ok && o.err == nil {
-				cl.Close()
-			}
-		})
+		wg.Go(o.close)
 	}
 	wg.Wait()
+	for _, o := range early {
+		<-o.closing
+	}
+}
+
+// closeEarly begins closing, in the background, every component opened
+// whose kind done says the run needs no more: a run's last eval stops its
+// task and model processes once its samples are answered, while it
+// aggregates, journals and reports, instead of after. closeAll waits for
+// these closes.
+func (c *components) closeEarly(done func(sdk.Kind) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range c.opened {
+		if o.closer && o.closing == nil && done(o.kind) {
+			o.closing = make(chan struct{})
+			go func() {
+				defer close(o.closing)
+				o.close()
+			}()
+		}
+	}
+}
+
+// close closes o's component once its open is done.
+func (o *opening) close() {
+	<-o.done
+	if cl, ok := o.v.(io.Closer); ok && o.err == nil {
+		cl.Close()
+	}
 }
 
 // model returns the shared handle for a model block: one concurrency bound
@@ -164,7 +198,7 @@ func (c *components) model(ctx context.Context, comp *config.Component) (*modelH
 	if err != nil {
 		return nil, err
 	}
-	h, err := c.once("handle "+comp.Ref(), false, func() (any, error) {
+	h, err := c.once("handle "+comp.Ref(), comp.Kind, false, func() (any, error) {
 		h, err := newModelHandle(ctx, comp, v)
 		if err != nil {
 			return nil, comp.Diag(err)
@@ -183,6 +217,22 @@ func (c *components) model(ctx context.Context, comp *config.Component) (*modelH
 func readsSample(c any) bool {
 	r, ok := c.(sdk.SampleReader)
 	return ok && r.ReadsSample()
+}
+
+// bareSample is a sample and, made once on first use, the copy of it
+// without its context that every component not reading the context
+// receives (withoutContext): the model and each scorer would otherwise
+// copy the sample each.
+type bareSample struct {
+	full    *sdk.Sample
+	without *sdk.Sample
+}
+
+func (b *bareSample) bare() *sdk.Sample {
+	if b.without == nil {
+		b.without = withoutContext(b.full)
+	}
+	return b.without
 }
 
 // withoutContext is smp as a component that does not read the context

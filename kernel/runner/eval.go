@@ -39,6 +39,9 @@ type row struct {
 type indexedScore struct {
 	seq int
 	sc  *sdk.ScoreResponse
+	// details: sc's details as its plugin encoded them, when sc.Details
+	// is nil (scoreJob.details).
+	details []byte
 }
 
 type scorerHandle struct {
@@ -53,25 +56,28 @@ type scorerHandle struct {
 }
 
 // score scores one sample, in a batch where the scorer takes them.
-func (sh scorerHandle) score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+// details: see scoreJob.
+func (sh scorerHandle) score(ctx context.Context, req *sdk.ScoreRequest) (resp *sdk.ScoreResponse, details []byte, err error) {
 	if sh.batch != nil {
 		return sh.batch.Score(ctx, req)
 	}
-	return sh.scorer.Score(ctx, req)
+	resp, err = sh.scorer.Score(ctx, req)
+	return resp, nil, err
 }
 
 // sample is smp as the scorer receives it.
-func (sh scorerHandle) sample(smp *sdk.Sample) *sdk.Sample {
+func (sh scorerHandle) sample(smp *bareSample) *sdk.Sample {
 	if sh.readsSample {
-		return smp
+		return smp.full
 	}
-	return withoutContext(smp)
+	return smp.bare()
 }
 
 // runEval runs one eval block: a row per model × retriever. Every row is
 // journaled, including those that cannot start, so that a report read
 // from the journal shows what failed; pos numbers the rows of the run.
-func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, models map[string]*config.Component, comps *components, bar *progress, cost *overhead, pos *int) []*EvalResult {
+// last: no eval of the run comes after this one.
+func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, models map[string]*config.Component, comps *components, last bool, bar *progress, cost *overhead, pos *int) []*EvalResult {
 	var rows []*row
 	var scorers []scorerHandle
 	newRow := func(m, rt *config.Component) *row {
@@ -101,13 +107,13 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 				if rw.res.Error == "" {
 					rw.res.Error = msg
 				}
-				r.finishRow(ctx, runID, rw)
+				r.finishRow(ctx, runID, rw, nil)
 				out = append(out, rw.res)
 			}
 		}
 		return out
 	}
-	comps.prefetch(ctx, ev)
+	comps.prefetch(ctx, ev, true)
 	task, err := comps.task(ctx, ev.Task)
 	if err != nil {
 		return fail(err.Error())
@@ -158,13 +164,20 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 	}
 
 	limit := r.limit(ev)
-	perRow, exact, counted := countSamples(ctx, task, limit, r.opts.Shard)
-	bar.expect(expected(perRow, counted, rows))
-	if exact {
-		for _, rw := range rows {
-			rw.expected = perRow
-		}
-	}
+	// The task counts its samples (for the progress bar's total and each
+	// row's expected count, journaled at its end) while they stream: a
+	// task counts by reading them all, which would otherwise delay the
+	// first sample by as much.
+	var perRow int
+	var exact bool
+	counting := make(chan struct{})
+	live := liveRows(rows)
+	go func() {
+		defer close(counting)
+		var counted bool
+		perRow, exact, counted = countSamples(ctx, task, limit, r.opts.Shard)
+		bar.expect(perRow*live, counted)
+	}()
 	for _, phase := range phases(rows) {
 		if ctx.Err() != nil {
 			break
@@ -184,6 +197,17 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 	}
 
+	<-counting
+	if last {
+		// Only the scorers are asked anything more (their own Aggregate):
+		// the other processes stop while the rows are aggregated.
+		comps.closeEarly(func(k sdk.Kind) bool { return k != sdk.KindScorer })
+	}
+	if exact {
+		for _, rw := range rows {
+			rw.expected = perRow
+		}
+	}
 	r.feedSoon()
 	for _, sh := range scorers {
 		if sh.batch != nil {
@@ -191,6 +215,22 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 			r.log.Debug("scorer batches", "eval", ev.Name, "scorer", sh.ref, "calls", calls, "requests", reqs)
 		}
 	}
+	// Every sample of the rows is journaled by now: their prefix-cache
+	// sums, a join of each sample to its response, are read while the
+	// rows are aggregated (the bootstrap) rather than after.
+	uses := make([]*store.PrefixUse, len(rows))
+	summed := make(chan struct{})
+	go func() {
+		defer close(summed)
+		for i, rw := range rows {
+			if rw.unjournaled {
+				continue
+			}
+			if u, err := r.opts.Store.PrefixUse(context.WithoutCancel(ctx), runID, rw.journalName); err == nil {
+				uses[i] = &u
+			} // else FinishEval sums them, and says what failed
+		}
+	}()
 	out := make([]*EvalResult, 0, len(rows))
 	for _, rw := range rows {
 		if cause := context.Cause(rw.ctx); cause != nil && rw.res.Error == "" && ctx.Err() == nil {
@@ -198,20 +238,29 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		}
 		rw.cancel(nil)
 		r.aggregate(ctx, rw, scorers)
-		r.finishRow(ctx, runID, rw)
 		out = append(out, rw.res)
+	}
+	if last {
+		// Aggregated: no component is asked anything more in this run.
+		comps.closeEarly(func(sdk.Kind) bool { return true })
+	}
+	<-summed
+	for i, rw := range rows {
+		r.finishRow(ctx, runID, rw, uses[i])
 	}
 	return out
 }
 
 // finishRow journals how a row ended and its metrics: what reports read.
-func (r *Runner) finishRow(ctx context.Context, runID string, rw *row) {
+// use is its prefix-cache sums, when read already (nil: FinishEval sums
+// them).
+func (r *Runner) finishRow(ctx context.Context, runID string, rw *row, use *store.PrefixUse) {
 	if rw.unjournaled {
 		return
 	}
 	res := rw.res
 	o := store.Outcome{Samples: res.Samples, Cached: res.Cached, Errors: res.Errors, Truncated: res.Truncated, Error: res.Error,
-		Expected: rw.expected, PrefixMetrics: rw.prefixMetrics}
+		Expected: rw.expected, PrefixMetrics: rw.prefixMetrics, PrefixUse: use}
 	if err := r.opts.Store.FinishEval(context.WithoutCancel(ctx), runID, rw.journalName, o, res.Metrics); err != nil {
 		r.log.Error("journal: finish eval", "eval", rw.journalName, "error", err)
 		if res.Error == "" {

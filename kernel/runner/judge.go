@@ -114,7 +114,7 @@ func (j *judge) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRes
 	if greq.Params.MaxTokens == 0 {
 		greq.Params.MaxTokens = j.opts.MaxTokens
 	}
-	ans, err := j.runner.respond(ctx, j.model, greq)
+	ans, err := j.runner.respond(ctx, j.model, greq, nil)
 	var ge *generateError
 	switch {
 	case errors.As(err, &ge):

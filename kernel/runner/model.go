@@ -21,9 +21,11 @@ type modelHandle struct {
 	settings config.ModelSettings
 	identity store.ModelIdentity
 	keyer    *store.Keyer // request keys under identity
-	// jobs bounds the samples in progress for this model (retrieval,
-	// fitting, scoring included); limit bounds the requests at the server.
+	// jobs bounds the samples on their way to the model and at it
+	// (retrieval, fitting included), post those journaled and scored after
+	// its answer (job.answered); limit bounds the requests at the server.
 	jobs  chan struct{}
+	post  chan struct{}
 	limit *limiter.Limiter
 	comp  *config.Component
 	// readsSample: the model answers from GenerateRequest.Sample's context
@@ -85,7 +87,7 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*
 	if err != nil {
 		return nil, err
 	}
-	h := &modelHandle{window: prompt.Window{Size: ms.ContextWindow, Strategy: prompt.Strategy(ms.Truncation)}, model: m, settings: ms, identity: id, keyer: keyer, comp: comp, readsSample: reads, keyed: keyed || keyedEnv, jobs: make(chan struct{}, ms.MaxConcurrency),
+	h := &modelHandle{window: prompt.Window{Size: ms.ContextWindow, Strategy: prompt.Strategy(ms.Truncation)}, model: m, settings: ms, identity: id, keyer: keyer, comp: comp, readsSample: reads, keyed: keyed || keyedEnv, jobs: make(chan struct{}, ms.MaxConcurrency), post: make(chan struct{}, ms.MaxConcurrency),
 		limit: limiter.New(limiter.Options{Initial: initial, Min: 1, Max: ms.MaxConcurrency})}
 	if ms.LoadProbe != "" {
 		base, _ := extra["base_url"].(string)
@@ -160,12 +162,16 @@ func (h *modelHandle) generate(ctx context.Context, req *sdk.GenerateRequest) (*
 // overloaded reports whether any attempt was refused for load (429, 503).
 func overloaded(resp *sdk.GenerateResponse, err error) bool {
 	var attempts []sdk.Attempt
-	var ae *sdk.AttemptsError
 	switch {
 	case resp != nil:
 		attempts = resp.Attempts
-	case errors.As(err, &ae):
-		attempts = ae.Attempts
+	case err != nil:
+		// Only here: errors.As's target escapes, an allocation per
+		// request had it run for every answer.
+		var ae *sdk.AttemptsError
+		if errors.As(err, &ae) {
+			attempts = ae.Attempts
+		}
 	}
 	for _, a := range attempts {
 		if a.Status == 429 || a.Status == 503 {
@@ -187,9 +193,9 @@ func (h *modelHandle) params(smp *sdk.Sample) sdk.GenerationParams {
 
 // requestSample is the sample as the model receives it: without its
 // context unless the model reads it, since the messages carry it already.
-func (h *modelHandle) requestSample(smp *sdk.Sample) *sdk.Sample {
+func (h *modelHandle) requestSample(smp *bareSample) *sdk.Sample {
 	if h.readsSample {
-		return smp
+		return smp.full
 	}
-	return withoutContext(smp)
+	return smp.bare()
 }

@@ -53,7 +53,36 @@ type Options struct {
 	// Limit applies before sharding: the shards of a run with --limit 100
 	// together take the same 100 samples as one unsharded run.
 	Shard shard.Spec
+	// Prefetched, when set, is the components Prefetch began opening
+	// (with the same Opener): Run takes them over and closes them.
+	Prefetched *Prefetched
 }
+
+// Prefetched is components whose opening began before a run (Prefetch).
+type Prefetched struct{ comps *components }
+
+// Prefetch starts opening, in the background, the task, models and plugin
+// scorers of the first eval of cfg that a Runner with opts would run, so
+// that their plugin processes start while the caller does the rest of its
+// setup (opening the journal): a run otherwise starts them only once the
+// journal is open, and waits for them before its first sample.
+// Retrievers are left to the run, since they may use the journal's
+// embedding cache. The result goes in Options.Prefetched; a caller that
+// does not run must Close it.
+func Prefetch(ctx context.Context, opts Options, cfg *config.Config) *Prefetched {
+	p := &Prefetched{comps: newComponents(opts.Opener)}
+	r := New(opts)
+	for _, ev := range cfg.Evals {
+		if r.selected(ev.Name) {
+			p.comps.prefetch(ctx, ev, false)
+			break
+		}
+	}
+	return p
+}
+
+// Close closes what was prefetched, once the opens under way are done.
+func (p *Prefetched) Close() { p.comps.closeAll() }
 
 // Runner runs configs. Safe to reuse; not for concurrent Run calls.
 type Runner struct {
@@ -81,16 +110,22 @@ func (r *Runner) Run(ctx context.Context, cfg *config.Config) (*Result, error) {
 	}
 	res := &Result{RunID: runID}
 	comps := newComponents(r.opts.Opener)
+	if p := r.opts.Prefetched; p != nil {
+		comps, r.opts.Prefetched = p.comps, nil // taken over: a later Run opens its own
+	}
 	defer comps.closeAll()
 
 	var cost overhead
 	pos := 0 // numbers the rows of the run, in the journal
 	bar := newProgress(r.opts.Progress)
+	var evals []*config.Eval
 	for _, ev := range cfg.Evals {
-		if !r.selected(ev.Name) {
-			continue
+		if r.selected(ev.Name) {
+			evals = append(evals, ev)
 		}
-		rows := r.runEval(ctx, runID, ev, modelBlocks(cfg), comps, bar, &cost, &pos)
+	}
+	for i, ev := range evals {
+		rows := r.runEval(ctx, runID, ev, modelBlocks(cfg), comps, i == len(evals)-1, bar, &cost, &pos)
 		res.Evals = append(res.Evals, rows...)
 		if ctx.Err() != nil {
 			break

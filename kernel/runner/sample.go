@@ -74,8 +74,10 @@ func (e *generateError) Unwrap() error { return e.err }
 // respond answers req from the response cache or else from the model, whose
 // answer it journals before returning: a response counts once it is
 // journaled, so an interrupted run asks again only for the rest. Every try
-// of a request that failed is journaled too.
-func (r *Runner) respond(ctx context.Context, m *modelHandle, req *sdk.GenerateRequest) (*answer, error) {
+// of a request that failed is journaled too. answered, when not nil, is
+// called once the model has answered or failed, or the cache has, before
+// the answer is journaled.
+func (r *Runner) respond(ctx context.Context, m *modelHandle, req *sdk.GenerateRequest, answered func()) (*answer, error) {
 	keyed, err := m.keyer.Request(req)
 	if err != nil {
 		return nil, err
@@ -85,11 +87,17 @@ func (r *Runner) respond(ctx context.Context, m *modelHandle, req *sdk.GenerateR
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	if hit {
+		if answered != nil {
+			answered()
+		}
 		return &answer{text: cached.Response.Text, usage: cached.Response.Usage, key: keyed.Key, cached: true}, nil
 	}
 	t0 := time.Now()
 	resp, err := m.generate(ctx, req)
 	wait := time.Since(t0)
+	if answered != nil {
+		answered()
+	}
 	if err != nil {
 		r.journalAttempts(ctx, keyed.Key, err)
 		return nil, &generateError{err: err, key: keyed.Key, wait: wait}
@@ -104,8 +112,10 @@ func (r *Runner) respond(ctx context.Context, m *modelHandle, req *sdk.GenerateR
 // waiting for the model, which the kernel's overhead figure excludes.
 // slot is the server slot the send order chose (sdk.GenerateRequest.Slot);
 // prefilled, when not nil, is called when the model reports the prompt
-// computed (sdk.Prefilled, its first streamed token).
-func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int, slot *int, prefilled func()) time.Duration {
+// computed (sdk.Prefilled, its first streamed token); answered, when not
+// nil, once the model has answered (see respond), when what is left is
+// to journal and score.
+func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int, slot *int, prefilled, answered func()) time.Duration {
 	p, err := prepare(ctx, rw.model, rw.retriever, orig, false)
 	if err != nil {
 		var re *retrieveError
@@ -129,14 +139,24 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.res.Truncated++
 		rw.mu.Unlock()
 	}
-	req := &sdk.GenerateRequest{Messages: p.fitted.Messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(smp), Slot: slot}
+	shared := &bareSample{full: smp}
+	req := &sdk.GenerateRequest{Messages: p.fitted.Messages, Params: rw.model.params(smp), Sample: rw.model.requestSample(shared), Slot: slot}
 	gctx := ctx
 	if prefilled != nil {
 		// The generation's context only: a judge called by a scorer
 		// below is another request.
 		gctx = sdk.WithPrefillHook(ctx, prefilled)
 	}
-	ans, err := r.respond(gctx, rw.model, req)
+	origLength := orig.Length
+	ans, err := r.respond(gctx, rw.model, req, answered)
+	// What is left needs the sample's context only for a scorer that
+	// reads it: the rest goes on with the sample without it, so that a
+	// long context is not held while the answer is journaled and scored
+	// (the next sample's is on its way to the model meanwhile).
+	if !anyReadsSample(scorers) {
+		b := shared.bare()
+		smp, shared = b, &bareSample{full: b, without: b}
+	}
 	if err != nil {
 		var ge *generateError
 		if !errors.As(err, &ge) {
@@ -163,7 +183,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 
 	named := make([]store.NamedScore, 0, len(scorers))
 	for _, sh := range scorers {
-		sc, err := sh.score(ctx, &sdk.ScoreRequest{Sample: sh.sample(smp), Prediction: ans.text})
+		sc, details, err := sh.score(ctx, &sdk.ScoreRequest{Sample: sh.sample(shared), Prediction: ans.text})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ans.wait
@@ -172,16 +192,16 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 				rw.cancel(fmt.Errorf("scorer %s: %w", sh.ref, err))
 				return ans.wait
 			}
-			sc = &sdk.ScoreResponse{Invalid: true, Details: map[string]any{"error": err.Error()}}
+			sc, details = &sdk.ScoreResponse{Invalid: true, Details: map[string]any{"error": err.Error()}}, nil
 		}
-		named = append(named, store.NamedScore{Scorer: sh.ref, Score: sc})
+		named = append(named, store.NamedScore{Scorer: sh.ref, Score: sc, DetailsJSON: details})
 	}
 	journaled := smp
-	if smp.Length != orig.Length {
+	if smp.Length != origLength {
 		// The journal keeps the length the task measured, which retrieval
 		// cleared for fitting: reports bucket by it.
 		j := *smp
-		j.Length = orig.Length
+		j.Length = origLength
 		journaled = &j
 	}
 	if err := r.opts.Store.PutResult(context.WithoutCancel(ctx), runID, rw.journalName, journaled, meta, named); err != nil {
@@ -190,8 +210,18 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 	}
 	rw.mu.Lock()
 	for _, n := range named {
-		rw.scores[n.Scorer] = append(rw.scores[n.Scorer], indexedScore{seq, n.Score})
+		rw.scores[n.Scorer] = append(rw.scores[n.Scorer], indexedScore{seq, n.Score, n.DetailsJSON})
 	}
 	rw.mu.Unlock()
 	return ans.wait
+}
+
+// anyReadsSample reports whether a scorer reads the sample's context.
+func anyReadsSample(scorers []scorerHandle) bool {
+	for _, sh := range scorers {
+		if sh.readsSample {
+			return true
+		}
+	}
+	return false
 }

@@ -34,19 +34,15 @@ func countSamples(ctx context.Context, task sdk.Task, limit int, sh shard.Spec) 
 	return n, true, true
 }
 
-// expected is how many samples an eval will process: its per-row count
-// times the rows that will run.
-func expected(perRow int, ok bool, rows []*row) (int, bool) {
-	if !ok {
-		return 0, false
-	}
+// liveRows is how many of an eval's rows will run: those that opened.
+func liveRows(rows []*row) int {
 	live := 0
 	for _, rw := range rows {
 		if rw.res.Error == "" {
 			live++
 		}
 	}
-	return perRow * live, true
+	return live
 }
 
 // phases splits an eval's rows into groups that run one after another. Rows
@@ -97,11 +93,12 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 	slots := 1
 	for _, rw := range rows {
 		if rw.model != nil {
-			slots += rw.model.settings.MaxConcurrency
+			slots += 2 * rw.model.settings.MaxConcurrency
 		}
 	}
 	// Reusable workers, not a goroutine per sample: see package workers.
-	// The models' job slots (startJob) bound how many samples run at once.
+	// The models' job slots (startJob) and post slots (job.answered) bound
+	// how many samples run at once: a worker for each.
 	pool := workers.New(slots)
 	defer pool.Wait()
 	next, stop := iter.Pull2(task.Samples(ctx, &sdk.SamplesRequest{Limit: limit}))
@@ -174,19 +171,9 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 		// A sample counts its jobs down, the dispatch holding one reference
 		// until every row has its job; whoever ends last reports it done.
 		// Prefills count down alike: each job's first token, or its end.
-		refs, pre := new(atomic.Int32), new(atomic.Int32)
-		refs.Store(1)
-		pre.Store(1)
-		release := func() {
-			if refs.Add(-1) == 0 {
-				done.put(p)
-			}
-		}
-		prefilled := func() {
-			if pre.Add(-1) == 0 {
-				done.prefill(p)
-			}
-		}
+		d := &dispatched{it: p, done: done}
+		d.refs.Store(1)
+		d.pre.Store(1)
 		for i, rw := range rows[first:] {
 			if i > 0 {
 				if rw.res.Error != "" || rw.ctx.Err() != nil {
@@ -199,25 +186,117 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 				}
 			}
 			cost.start()
-			refs.Add(1)
-			pre.Add(1)
+			d.refs.Add(1)
+			d.pre.Add(1)
 			pool.Go(func() {
-				var once sync.Once
-				mine := func() { once.Do(prefilled) }
-				defer rw.model.endJob()
-				defer release() // before endJob frees the slot the next choice waits on
-				defer mine()    // an answer implies the prefill, reported first
+				j := job{d: d, rw: rw}
+				defer j.finish()
+				it := d.sample() // not p: what the worker holds after the answer is dropped (job.answered)
 				var hook func()
-				if listen && p.Leads {
-					hook = mine
+				if listen && it.Leads {
+					hook = j.prefilled
 				}
 				t0 := time.Now()
-				wait := r.process(rw.ctx, runID, evalName, rw, scorers, p.Value, p.Seq, rw.model.slot(p.Slot), hook)
+				wait := r.process(rw.ctx, runID, evalName, rw, scorers, it.Value, it.Seq, rw.model.slot(it.Slot), hook, j.answered)
 				cost.done(time.Since(t0) - wait)
 				bar.add()
 			})
 		}
-		prefilled()
-		release()
+		d.prefilled()
+		d.release()
+	}
+}
+
+// dispatched is a sample sent to the rows of a phase: it counts down their
+// jobs (refs) and their prefills (pre), each holding one reference for the
+// dispatch until every row has its job, and tells the window (through the
+// done queue) when the last of each ends: a job ends for the window once
+// its model has answered. One allocation per sample.
+type dispatched struct {
+	mu        sync.Mutex
+	it        sendorder.Item[*sdk.Sample]
+	done      *doneQueue
+	refs, pre atomic.Int32
+}
+
+// sample is the item a job runs: read by each job as it starts, before
+// its release.
+func (d *dispatched) sample() sendorder.Item[*sdk.Sample] {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.it
+}
+
+func (d *dispatched) release() {
+	if d.refs.Add(-1) == 0 {
+		d.mu.Lock()
+		it := d.it
+		// Every job has its copy: the sample, and its context, are the
+		// window's and theirs alone from now on.
+		d.it.Value = nil
+		d.mu.Unlock()
+		d.done.put(it)
+	}
+}
+
+func (d *dispatched) prefilled() {
+	if d.pre.Add(-1) == 0 {
+		d.done.prefill(d.sample())
+	}
+}
+
+// job is one row's part of a dispatched sample. Its model's job slot
+// bounds the samples on their way to the model and at it; once the model
+// has answered, the slot goes to the next sample while this one is
+// journaled and scored under a slot of the model's post-processing
+// (modelHandle.post), so that what follows an answer does not keep the
+// server from its next request: with 50 ms answers, journaling and scoring
+// took the slot for another 10-30 ms.
+type job struct {
+	d    *dispatched
+	rw   *row
+	once atomic.Bool // the prefill is counted
+	// Set by the job's own goroutine only.
+	released bool // d.release done (at the answer)
+	posting  bool // holds a post slot, and no job slot
+}
+
+// prefilled counts the job's prefill once: its model's first token, or its
+// answer (which implies it), whichever comes first.
+func (j *job) prefilled() {
+	if !j.once.Swap(true) {
+		j.d.prefilled()
+	}
+}
+
+// answered hands the job slot on once the model has answered, holding a
+// post slot instead; if none is free (journaling falls behind), it waits
+// for one, and so does the next sample.
+func (j *job) answered() {
+	if j.posting {
+		return
+	}
+	j.prefilled()
+	select {
+	case j.rw.model.post <- struct{}{}:
+	case <-j.rw.ctx.Done():
+		return // the row ends: finish frees the job slot
+	}
+	j.posting = true
+	j.released = true
+	j.d.release() // before endJob frees the slot the next choice waits on
+	j.rw.model.endJob()
+}
+
+// finish ends the job: what answered has not done yet, and the post slot.
+func (j *job) finish() {
+	j.prefilled() // an answer implies the prefill, reported first
+	if !j.released {
+		j.d.release()
+	}
+	if j.posting {
+		<-j.rw.model.post
+	} else {
+		j.rw.model.endJob()
 	}
 }

@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -61,8 +63,12 @@ type scoreJob struct {
 	req  *sdk.ScoreRequest
 	size int
 	resp *sdk.ScoreResponse
-	err  error
-	done chan struct{}
+	// details is resp's details as the plugin encoded them (resp.Details
+	// is then nil): journaled as they are, decoded only for a scorer's
+	// own Aggregate (aggregate.go).
+	details []byte
+	err     error
+	done    chan struct{}
 }
 
 func newScoreBatcher(ctx context.Context, bs batchScorer) *scoreBatcher {
@@ -70,7 +76,8 @@ func newScoreBatcher(ctx context.Context, bs batchScorer) *scoreBatcher {
 }
 
 // Score queues req for the next batch and waits for its score, or for ctx.
-func (b *scoreBatcher) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+// details: see scoreJob.
+func (b *scoreBatcher) Score(ctx context.Context, req *sdk.ScoreRequest) (resp *sdk.ScoreResponse, details []byte, err error) {
 	j := &scoreJob{req: req, size: requestSize(req), done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, j)
@@ -79,9 +86,9 @@ func (b *scoreBatcher) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.S
 	b.mu.Unlock()
 	select {
 	case <-j.done:
-		return j.resp, j.err
+		return j.resp, j.details, j.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }
 
@@ -162,7 +169,10 @@ func (b *scoreBatcher) send(batch []*scoreJob) {
 		default:
 			j.resp = results[i].Response
 			if j.resp != nil && j.resp.Details == nil && len(results[i].DetailsJSON) > 0 {
-				j.resp.Details, j.err = results[i].Details()
+				j.details = results[i].DetailsJSON
+				if !isJSONObject(j.details) {
+					j.err = fmt.Errorf("scorer's details are not a JSON object: %.100q", j.details)
+				}
 			}
 		}
 		close(j.done)
@@ -171,4 +181,10 @@ func (b *scoreBatcher) send(batch []*scoreJob) {
 	b.inFlight--
 	b.dispatchLocked(false)
 	b.mu.Unlock()
+}
+
+// isJSONObject reports whether b is one valid JSON object.
+func isJSONObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }

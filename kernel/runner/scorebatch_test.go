@@ -139,3 +139,78 @@ func TestBatchedScorerErrors(t *testing.T) {
 		}
 	})
 }
+
+// gateScorer holds every score until its gate opens, counting how many it
+// holds at once.
+type gateScorer struct {
+	matchScorer
+	gate          chan struct{}
+	held, maxHeld atomic.Int64
+}
+
+func (g *gateScorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	n := g.held.Add(1)
+	defer g.held.Add(-1)
+	for {
+		old := g.maxHeld.Load()
+		if n <= old || g.maxHeld.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.matchScorer.Score(ctx, req)
+}
+
+// A sample the model has answered gives its slot to the next sample while
+// it is scored and journaled: with every answered sample's score held, the
+// model is still asked for the next ones (here the gate opens only once it
+// has been asked twice max_concurrency times, which holding the slots
+// through scoring would never let happen). Scoring has slots of its own,
+// as many: no more samples than that are scored at once.
+func TestAnsweredSampleGivesItsSlotOn(t *testing.T) {
+	m := &echoModel{}
+	f := newFixture(t, 12, map[string]*echoModel{"good": m})
+	g := &gateScorer{gate: make(chan struct{})}
+	f.set.RegisterScorer("gated", func(context.Context, sdk.Options) (sdk.Scorer, error) { return g, nil })
+	var timedOut atomic.Bool
+	go func() {
+		deadline := time.After(30 * time.Second)
+		for m.calls.Load() < 4 {
+			select {
+			case <-deadline:
+				timedOut.Store(true)
+				close(g.gate) // let the run end, failed below
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		close(g.gate)
+	}()
+	res, err := f.run(t, context.Background(), `
+task "counting" "t" {}
+model "good" "g" { max_concurrency = 2 }
+eval "e" {
+  task    = task.counting.t
+  models  = [model.good.g]
+  scorers = ["gated"]
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := res.Evals[0]; ev.Error != "" || ev.Samples != 12 {
+		t.Fatalf("%d samples, error %q", ev.Samples, ev.Error)
+	}
+	if timedOut.Load() {
+		t.Error("the model was not asked for more samples while the answered ones were held at scoring")
+	}
+	if n := m.maxInFlight.Load(); n > 2 {
+		t.Errorf("%d requests at the model at once, max_concurrency 2", n)
+	}
+	if n := g.maxHeld.Load(); n > 2 {
+		t.Errorf("%d samples scored at once, want at most max_concurrency (2)", n)
+	}
+}

@@ -145,6 +145,7 @@ func (w *treeWindow[T]) sendTo(i, s int) Item[T] {
 	e.it.Leads = w.leads(i)
 	w.lastPopped = e.it.id
 	w.pending--
+	w.inFlight++
 	w.clock++
 	w.slots[s].last = e.it.id
 	w.slots[s].inFlight++

@@ -59,9 +59,23 @@ type treeWindow[T any] struct {
 	order           []int
 	kids            []child
 	covered, coming []int
-	// walkAlways turns popFlat off, for the test that checks it picks as
-	// the walk does.
+	// walkAlways turns popFlat and Full's counts off, for the tests that
+	// check they decide as the walk and a scan of the window do.
 	walkAlways bool
+	// Counts kept as entries change state, so that Full and popFlat need
+	// not look at every entry for each sample: prompts in flight, and the
+	// answered ones with their bytes.
+	inFlight, doneN, doneBytes int
+	// answered is the answered entries in the order they were answered,
+	// with the stamp each got (entry.done), oldest first; an entry since
+	// removed or answered again is skipped when reached.
+	answered []stamped[T]
+}
+
+// stamped is an entry as it was answered.
+type stamped[T any] struct {
+	e    *entry[T]
+	done int
 }
 
 // child is a subtree of the walk: list[lo:hi].
@@ -139,6 +153,40 @@ func (w *treeWindow[T]) tokens(e *entry[T], n int) int {
 // look-ahead holds no more than the bounds; up to a quarter of them may be
 // hints, the oldest dropped first beyond that.
 func (w *treeWindow[T]) Full() bool {
+	if w.slots != nil || w.walkAlways {
+		return w.fullScan()
+	}
+	for {
+		if len(w.list) < LookaheadSamples && w.bytes < LookaheadBytes {
+			w.saturated = false
+			return false
+		}
+		oldest := w.oldestAnswered()
+		if oldest == nil || w.doneN <= LookaheadSamples/4 && w.doneBytes <= LookaheadBytes/4 {
+			w.saturated = w.pending > 0
+			return w.pending > 0 || oldest == nil && w.inFlight > 0
+		}
+		w.remove(w.position(oldest))
+	}
+}
+
+// oldestAnswered is the answered entry answered first, or nil.
+func (w *treeWindow[T]) oldestAnswered() *entry[T] {
+	for len(w.answered) > 0 {
+		a := w.answered[0]
+		if a.e.state == stateDone && a.e.done == a.done && w.byID[a.e.it.id] == a.e {
+			return a.e
+		}
+		w.answered[0] = stamped[T]{}
+		w.answered = w.answered[1:]
+	}
+	w.answered = w.answered[:0:0] // let the drained array go
+	return nil
+}
+
+// fullScan is Full by a look at every entry: where slots hold answered
+// prompts (which stay), and for the test of the counts.
+func (w *treeWindow[T]) fullScan() bool {
 	for {
 		done, doneBytes, oldest, inFlight := 0, 0, -1, 0
 		for i, e := range w.list {
@@ -221,6 +269,13 @@ func (w *treeWindow[T]) remove(i int) {
 	e := w.list[i]
 	delete(w.byID, e.it.id)
 	w.bytes -= len(e.text)
+	switch e.state {
+	case statePrefill, statePrefilled:
+		w.inFlight--
+	case stateDone:
+		w.doneN--
+		w.doneBytes -= len(e.text)
+	}
 	switch {
 	case i > 0 && i+1 < len(w.list):
 		w.adj[i-1] = min(w.adj[i-1], w.adj[i])
@@ -415,6 +470,7 @@ func (w *treeWindow[T]) send(pick int) (Item[T], Status) {
 	e.it.Leads = w.leads(pick)
 	w.lastPopped = e.it.id
 	w.pending--
+	w.inFlight++
 	return e.it, Popped
 }
 
@@ -440,17 +496,17 @@ func (w *treeWindow[T]) flat() bool {
 // pending prompt in that order. That saves the walk, the standings and the
 // occupancy (most of the order's cost per sample in a throughput run).
 func (w *treeWindow[T]) popFlat() (Item[T], Status) {
-	first, firstBegun, inFlight := -1, false, 0
-	for i, e := range w.list {
-		sent := e.state == statePrefill || e.state == statePrefilled
-		if sent {
-			inFlight++
-		}
-		begun := sent || e.it.id == w.lastPopped
-		// As heavyFirst's better: begun first, then the lower Seq; the
-		// earlier in sorted order on a tie.
-		if first < 0 || begun && !firstBegun || begun == firstBegun && e.it.Seq < w.list[first].it.Seq {
-			first, firstBegun = i, begun
+	inFlight := w.inFlight
+	// The walk's first prompt, as heavyFirst's better picks it: one begun
+	// (sent, or sent last), else the one read first (the lower Seq; the
+	// earlier in sorted order on a tie). One begun is never pending, so
+	// it goes only when nothing is begun, and only then need it be found.
+	first := -1
+	if _, lastHere := w.byID[w.lastPopped]; inFlight == 0 && !lastHere {
+		for i, e := range w.list {
+			if first < 0 || e.it.Seq < w.list[first].it.Seq {
+				first = i
+			}
 		}
 	}
 	fits := func(int) bool { return true }
@@ -464,7 +520,7 @@ func (w *treeWindow[T]) popFlat() (Item[T], Status) {
 		}
 	}
 	goes := func(i int) bool { return w.list[i].state == statePending && fits(i) }
-	if goes(first) {
+	if first >= 0 && goes(first) {
 		return w.send(first)
 	}
 	for i := range w.list {
@@ -567,6 +623,17 @@ func (w *treeWindow[T]) Done(it Item[T]) {
 	if e.state != stateDone && e.it.Slot >= 0 {
 		w.slots[e.it.Slot].inFlight--
 	}
+	switch e.state {
+	case statePrefill, statePrefilled:
+		w.inFlight--
+	}
+	if e.state != stateDone {
+		w.doneN++
+		w.doneBytes += len(e.text)
+	}
 	w.nextID++
 	e.state, e.done = stateDone, w.nextID
+	if w.slots == nil && !w.walkAlways { // fullScan finds the oldest itself
+		w.answered = append(w.answered, stamped[T]{e, e.done})
+	}
 }

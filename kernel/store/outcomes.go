@@ -26,6 +26,12 @@ type Outcome struct {
 	// PrefixMetrics is the server's prefix-cache counters over the row;
 	// nil when not read.
 	PrefixMetrics *PrefixMetrics
+	// PrefixUse, when set, is the row's prefix-cache sums as PrefixUse
+	// read them once every sample of the row was journaled (its Metrics
+	// left out): journaled as they are, so that a caller can have them
+	// summed while it aggregates instead of FinishEval summing them
+	// after. Nil: FinishEval sums them.
+	PrefixUse *PrefixUse
 }
 
 // Metric is one scorer's aggregate over one eval row, as the scorer's
@@ -70,7 +76,17 @@ func (s *Store) FinishEval(ctx context.Context, runID, evalName string, o Outcom
 	}
 	// The row's samples are journaled by now: their prefix-cache sums are
 	// journaled with the outcome, which spares every report the join.
-	prefixUse, perr := s.finishedPrefixUse(ctx, runID, evalName)
+	var prefixUse string
+	var perr error
+	if u := o.PrefixUse; u != nil {
+		c := *u
+		c.Metrics = nil // the server's counters are journaled apart (prefix_metrics)
+		var b []byte
+		b, perr = json.Marshal(c)
+		prefixUse = string(b)
+	} else {
+		prefixUse, perr = s.finishedPrefixUse(ctx, runID, evalName)
+	}
 	if perr != nil {
 		return fmt.Errorf("finish eval %s/%s: %w", runID, evalName, perr)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strconv"
 	"testing"
@@ -122,5 +123,64 @@ func TestPrefixUseJournaled(t *testing.T) {
 	// A row not in the journal has no use.
 	if got, err := s.PrefixUse(ctx, second, "e/none/none"); err != nil || got != (PrefixUse{}) {
 		t.Errorf("unknown row: %+v, %v", got, err)
+	}
+}
+
+// Sums read with PrefixUse before FinishEval and handed to it are
+// journaled as FinishEval would have summed them itself, the server's
+// counters left to their own column.
+func TestPrefixUseGivenToFinishEval(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	k := mustKeyer(t, testIdentity())
+	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "a.hcl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := 30
+	for _, name := range []string{"e/given/none", "e/summed/none"} {
+		if err := s.PutEval(ctx, run, EvalInfo{Name: name, Scorers: []string{"exact"}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			r := mustKeyed(t, k, testRequest(i))
+			usage := sdk.Usage{PromptTokens: 100 + i}
+			if i > 0 {
+				usage.CachedTokens = &cached
+			}
+			if err := s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: "x", Usage: usage}, time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutResult(ctx, run, name, &sdk.Sample{ID: strconv.Itoa(i)}, SampleMeta{Index: i, RequestKey: r.Key},
+				[]NamedScore{{Scorer: "exact", Score: &sdk.ScoreResponse{Value: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	u, err := s.PrefixUse(ctx, run, "e/given/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Metrics = &PrefixMetrics{Source: "not journaled here", PromptTokens: 1}
+	if err := s.FinishEval(ctx, run, "e/given/none", Outcome{Samples: 3, PrefixUse: &u}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishEval(ctx, run, "e/summed/none", Outcome{Samples: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var given, summed string
+	var metrics sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT prefix_use, prefix_metrics FROM evals WHERE run_id = $1 AND name = 'e/given/none'`, run).Scan(&given, &metrics); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT prefix_use FROM evals WHERE run_id = $1 AND name = 'e/summed/none'`, run).Scan(&summed); err != nil {
+		t.Fatal(err)
+	}
+	if given != summed || metrics.Valid {
+		t.Errorf("journaled %s (server counters %v), FinishEval's own sums %s", given, metrics, summed)
+	}
+	u.Metrics = nil
+	if want := (PrefixUse{Responses: 3, Reported: 2, PromptTokens: 303, CachedTokens: 60, ComputedTokens: 101 + 102 - 60}); u != want {
+		t.Errorf("PrefixUse before FinishEval %+v, want %+v", u, want)
 	}
 }

@@ -72,6 +72,11 @@ func (s *Store) PutSample(ctx context.Context, runID, evalName string, smp *sdk.
 type NamedScore struct {
 	Scorer string
 	Score  *sdk.ScoreResponse
+	// DetailsJSON, when set and Score.Details is nil, is the details as
+	// the scorer's plugin encoded them (a JSON object, json.Marshal's
+	// bytes): journaled as they are, instead of decoded into a map only
+	// to be encoded again.
+	DetailsJSON []byte
 }
 
 // PutResult journals a sample and its scores in one transaction: one write
@@ -85,7 +90,7 @@ func (s *Store) PutResult(ctx context.Context, runID, evalName string, smp *sdk.
 	rows := make([]row, 1+len(scores))
 	rows[0] = sample
 	for i, sc := range scores {
-		if rows[1+i], err = scoreRow(runID, evalName, smp.ID, sc.Scorer, sc.Score); err != nil {
+		if rows[1+i], err = scoreRowJSON(runID, evalName, smp.ID, sc.Scorer, sc.Score, sc.DetailsJSON); err != nil {
 			return err
 		}
 	}
@@ -285,6 +290,12 @@ func (s *Store) PutScore(ctx context.Context, runID, evalName, sampleID, scorer 
 }
 
 func scoreRow(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) (row, error) {
+	return scoreRowJSON(runID, evalName, sampleID, scorer, sc, nil)
+}
+
+// scoreRowJSON is scoreRow with the details already encoded (NamedScore's
+// DetailsJSON), used when sc has none of its own.
+func scoreRowJSON(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse, detailsJSON []byte) (row, error) {
 	if sc == nil {
 		return row{}, fmt.Errorf("put score %s/%s/%s/%s: nil score", runID, evalName, sampleID, scorer)
 	}
@@ -297,9 +308,12 @@ func scoreRow(runID, evalName, sampleID, scorer string, sc *sdk.ScoreResponse) (
 		}
 		value = 0
 	}
-	details, err := jsonObject(sc.Details)
-	if err != nil {
-		return row{}, fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
+	details := string(detailsJSON)
+	if sc.Details != nil || len(detailsJSON) == 0 {
+		var err error
+		if details, err = jsonObject(sc.Details); err != nil {
+			return row{}, fmt.Errorf("put score %s/%s/%s/%s: details: %w", runID, evalName, sampleID, scorer, err)
+		}
 	}
 	stats := []byte("[]")
 	if len(sc.Stats) > 0 {

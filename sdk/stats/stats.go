@@ -10,8 +10,10 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/hayloft/hayloft/sdk"
 )
@@ -282,7 +284,9 @@ func AggregateMean(scores []*sdk.ScoreResponse, seed uint64) *sdk.AggregateRespo
 // bootstrapMean is Bootstrap's interval of the mean of vals, to the last
 // bit: the same draws (a Resampler's, without Bootstrap's call per draw)
 // summed in the same order. Every `hayloft run` computes it for each
-// scorer of each row at its end: 5,000 samples are five million draws.
+// scorer of each row at its end, on the run's critical path: 20,000
+// samples are twenty million draws, so the resamples are shared among the
+// processors (Resample).
 func bootstrapMean(vals []float64, seed uint64) (lo, hi float64) {
 	n := len(vals)
 	if n == 0 || n > math.MaxInt32+1 {
@@ -294,18 +298,73 @@ func bootstrapMean(vals []float64, seed uint64) (lo, hi float64) {
 			return sum / float64(len(idx))
 		})
 	}
-	r := NewResampler(n, seed)
-	idx := make([]int32, n)
 	means := make([]float64, DefaultResamples)
-	for k := range means {
-		r.Fill(idx)
-		var sum float64
-		for _, i := range idx {
-			sum += vals[i]
+	Resample(n, seed, means, func(draw *Resampler, out []float64) {
+		idx := make([]int32, min(n, meanChunk))
+		for k := range out {
+			// A chunk of draws at a time, summed while its indices are
+			// in the first-level cache; the sum runs left to right over
+			// the resample as Bootstrap's does.
+			var sum float64
+			for start := 0; start < n; start += len(idx) {
+				part := idx[:min(len(idx), n-start)]
+				draw.Fill(part)
+				for _, i := range part {
+					sum += vals[i]
+				}
+			}
+			out[k] = sum / float64(n)
 		}
-		means[k] = sum / float64(n)
-	}
+	})
 	return Interval(means)
+}
+
+// meanChunk is how many draws bootstrapMean takes at a time.
+const meanChunk = 2048
+
+// Resample computes len(vals) bootstrap resamples of n items drawn for
+// seed, as Bootstrap's draws: resample(draw, out) must set each of out to
+// the statistic of the next resample, taking exactly n draws from draw for
+// each. The resamples are shared among the processors, each share starting
+// where the draws before it leave the generator (Resampler.Advance); the
+// result is the serial one to the last bit. A share can start wrong only
+// when a share before it rejected a product and so took an extra step
+// (about once in 2^64/n draws): it is then drawn again, with the shares
+// after it, in order from where the one before ended.
+func Resample(n int, seed uint64, vals []float64, resample func(draw *Resampler, out []float64)) {
+	resamples := len(vals)
+	if resamples == 0 {
+		return
+	}
+	// Shares of fewer than 64 resamples, or of few draws, are not worth
+	// a goroutine.
+	shares := min(runtime.GOMAXPROCS(0), max(1, resamples/64), max(1, resamples*n/(1<<18)))
+	bound := func(p int) int { return p * resamples / shares }
+	draws := make([]*Resampler, shares)
+	var wg sync.WaitGroup
+	for p := range shares {
+		draws[p] = NewResampler(n, seed)
+		if p > 0 && !draws[p].Advance(uint64(bound(p))*uint64(n)) {
+			draws[p] = nil // no Advance here: drawn in order below
+			continue
+		}
+		if p == shares-1 {
+			resample(draws[p], vals[bound(p):bound(p+1)]) // this goroutine takes the last
+			continue
+		}
+		wg.Go(func() { resample(draws[p], vals[bound(p):bound(p+1)]) })
+	}
+	wg.Wait()
+	for p := 1; p < shares; p++ {
+		prev := draws[p-1]
+		if draws[p] != nil && prev.Steps() == uint64(bound(p)-bound(p-1))*uint64(n) {
+			continue
+		}
+		// This share's start was wrong: draw it, and the rest, in order.
+		for ; p < shares; p++ {
+			resample(prev, vals[bound(p):bound(p+1)])
+		}
+	}
 }
 
 // DefaultSeed seeds the bootstrap interval of every aggregate the kernel

@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -234,5 +235,56 @@ func TestResamplerAdvance(t *testing.T) {
 				t.Fatalf("n=%d k=%d: draws after Advance differ", n, k)
 			}
 		}
+	}
+}
+
+// Resample's shares, however many processors draw them, give every
+// resample exactly the serial draws: the statistic here is order-sensitive
+// (each draw weighted by its place), so any shifted draw would show.
+func TestResampleShares(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	stat := func(idx []int32) float64 {
+		var s float64
+		for k, i := range idx {
+			s += float64(i) * float64(k%7+1)
+		}
+		return s
+	}
+	for _, procs := range []int{1, 2, 3, 8} {
+		runtime.GOMAXPROCS(procs)
+		for _, n := range []int{1, 5, 97, 5000} {
+			for _, resamples := range []int{1, 63, 64, 1000, 1001} {
+				want := make([]float64, resamples)
+				serial := NewResampler(n, 9)
+				idx := make([]int32, n)
+				for r := range want {
+					serial.Fill(idx)
+					want[r] = stat(idx)
+				}
+				got := make([]float64, resamples)
+				Resample(n, 9, got, func(draw *Resampler, out []float64) {
+					idx := make([]int32, n)
+					for r := range out {
+						draw.Fill(idx)
+						out[r] = stat(idx)
+					}
+				})
+				if !slices.Equal(got, want) {
+					t.Fatalf("GOMAXPROCS=%d n=%d resamples=%d: shares differ from the serial draws", procs, n, resamples)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkAggregateMean20k is the zero-latency throughput row's aggregate:
+// 20,000 samples, one scorer.
+func BenchmarkAggregateMean20k(b *testing.B) {
+	scores := make([]*sdk.ScoreResponse, 20000)
+	for i := range scores {
+		scores[i] = &sdk.ScoreResponse{Value: float64(i % 2)}
+	}
+	for b.Loop() {
+		AggregateMean(scores, DefaultSeed)
 	}
 }
