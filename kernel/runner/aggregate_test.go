@@ -41,15 +41,7 @@ func TestAggregateAsksOnlyAggregators(t *testing.T) {
 	corpus := &infoScorer{caps: []string{plugin.CapAggregator}}
 	f.set.RegisterScorer("plain", func(context.Context, sdk.Options) (sdk.Scorer, error) { return plain, nil })
 	f.set.RegisterScorer("corpus", func(context.Context, sdk.Options) (sdk.Scorer, error) { return corpus, nil })
-	res, err := f.run(t, context.Background(), `
-task "counting" "t" {}
-model "m" "m" {}
-eval "e" {
-  task    = task.counting.t
-  models  = [model.m.m]
-  scorers = ["plain", "corpus"]
-}
-`)
+	res, err := f.run(t, context.Background(), oneEval("m", "", "plain", "corpus"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,15 +103,7 @@ func TestScoreDetailsJournaledAsEncoded(t *testing.T) {
 			f := newFixture(t, 3, map[string]*echoModel{"m": {}})
 			sc := &encodedScorer{infoScorer: infoScorer{caps: c.caps}, details: c.details}
 			f.set.RegisterScorer("enc", func(context.Context, sdk.Options) (sdk.Scorer, error) { return sc, nil })
-			res, err := f.run(t, context.Background(), `
-task "counting" "t" {}
-model "m" "m" {}
-eval "e" {
-  task    = task.counting.t
-  models  = [model.m.m]
-  scorers = ["enc"]
-}
-`)
+			res, err := f.run(t, context.Background(), oneEval("m", "", "enc"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,14 +27,7 @@ func BenchmarkRunPath(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	cfg, err := config.Parse("bench.hcl", []byte(`
-task "counting" "t" {}
-model "good" "g" { max_concurrency = 64 }
-eval "e" {
-  task    = task.counting.t
-  models  = [model.good.g]
-  scorers = ["batched"]
-}`), config.LoadOptions{})
+	cfg, err := config.Parse("bench.hcl", []byte(oneEval("good", " max_concurrency = 64 ", "batched")), config.LoadOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -121,6 +121,29 @@ type fixture struct {
 	set    *sdk.Set
 }
 
+// oneEval is the config of the common test run: the counting task, one
+// model named kind (with its HCL attributes attrs), and one eval "e" with
+// scorers.
+func oneEval(kind, attrs string, scorers ...string) string {
+	return fmt.Sprintf(`
+task "counting" "t" {}
+model %[1]q "m" {%[2]s}
+eval "e" {
+  task    = task.counting.t
+  models  = [model.%[1]s.m]
+  scorers = [%[3]s]
+}
+`, kind, attrs, quoteList(scorers))
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
 func newFixture(t *testing.T, n int, models map[string]*echoModel) *fixture {
 	t.Helper()
 	set := sdk.NewSet("test", "1")

@@ -2,8 +2,6 @@ package bleu
 
 import (
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/hayloft/hayloft/sdk/stats"
 )
@@ -60,40 +58,11 @@ func bootstrapSums(rows [][]float64, resamples int, seed uint64, stat func(sum [
 	}
 	l := lanes{packed: packed, n: n, width: width, words: words, flush: flush, derived: derived}
 	vals := make([]float64, resamples)
-	// The resamples are shared among the processors, each share starting
-	// where the draws before it leave the generator (Advance). That holds
-	// unless a share rejected a product and so took an extra step (about
-	// once in 2^64/n draws); the shares after it are then drawn again, in
-	// order, from where it ended.
-	shares := min(runtime.GOMAXPROCS(0), max(1, resamples/64))
-	draws := make([]*stats.Resampler, shares)
-	var wg sync.WaitGroup
-	for p := range shares {
-		r0, r1 := p*resamples/shares, (p+1)*resamples/shares
-		draws[p] = stats.NewResampler(n, seed)
-		if p > 0 && !draws[p].Advance(uint64(r0)*uint64(n)) {
-			draws[p] = nil // no Advance here: drawn in order below
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.resample(draws[p], vals[r0:r1], stat)
-		}()
-	}
-	wg.Wait()
-	for p := 1; p < shares; p++ {
-		prev := draws[p-1]
-		r0, r1 := p*resamples/shares, (p+1)*resamples/shares
-		if draws[p] != nil && prev.Steps() == uint64(r0-(p-1)*resamples/shares)*uint64(n) {
-			continue
-		}
-		// This share's start was wrong: draw it, and the rest, in order.
-		for ; p < shares; p++ {
-			r0, r1 = p*resamples/shares, (p+1)*resamples/shares
-			l.resample(prev, vals[r0:r1], stat)
-		}
-	}
+	// stats.Resample shares the resamples among the processors with the
+	// serial result to the last bit.
+	stats.Resample(n, seed, vals, func(draw *stats.Resampler, out []float64) {
+		l.resample(draw, out, stat)
+	})
 	lo, hi = stats.Interval(vals)
 	return lo, hi, true
 }
