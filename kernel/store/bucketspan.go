@@ -13,8 +13,9 @@ import (
 // a report of a row whose samples are all at one position, or at none
 // (short samples measured against no window, the most common run), skips
 // BucketSums, which joins every sample to its scores to sum buckets a
-// single one of which gives no breakdown. False means BucketSums has at
-// most one key on either axis; true, that it may have more.
+// single one of which gives no breakdown, and GridSums, which then has at
+// most one cell. False means BucketSums has at most one key on either
+// axis; true, that it may have more.
 func (s *Store) BucketSpan(ctx context.Context, runID, evalName string) (bool, error) {
 	if err := s.flush(ctx); err != nil { // this process's log holds rows not yet fed
 		return false, fmt.Errorf("bucket span of %s/%s: %w", runID, evalName, err)
@@ -22,9 +23,8 @@ func (s *Store) BucketSpan(ctx context.Context, runID, evalName string) (bool, e
 	var n int
 	err := s.db.QueryRowContext(ctx, `
 WITH pos AS (
-	SELECT CASE WHEN grid_length IS NOT NULL THEN grid_length ELSE length_tokens END AS len,
-		CASE WHEN grid_length IS NOT NULL THEN grid_depth ELSE depth END AS dep
-	FROM samples WHERE run_id = $1 AND eval_name = $2
+	SELECT `+samplePos+`
+	FROM samples sa WHERE sa.run_id = $1 AND sa.eval_name = $2
 )
 SELECT COUNT(*) FROM (
 	SELECT DISTINCT CASE WHEN len > 0 THEN len END, CASE WHEN dep >= 0 THEN dep END

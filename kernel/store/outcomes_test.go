@@ -211,9 +211,8 @@ func TestGridSums(t *testing.T) {
 	}
 }
 
-// BucketSums and GridSums skip their join when no sample of the eval may
-// lie on an axis (positioned); whatever the samples, they say what the
-// join says.
+// BucketSums and GridSums say what their joins say, whether or not any
+// sample of the eval lies on an axis.
 func TestSumsWithoutPositions(t *testing.T) {
 	ctx := context.Background()
 	off := sdk.Sample{Depth: -1} // no length, no depth, no grid point

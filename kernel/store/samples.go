@@ -391,30 +391,21 @@ UNION ALL
 SELECT 1, dep, scorer, COUNT(*), SUM(CASE WHEN invalid THEN 0 ELSE 1 END), SUM(CASE WHEN invalid THEN 0 ELSE value END)
 	FROM pos WHERE dep >= 0 GROUP BY dep, scorer`
 
+// samplePos is a sample's (sa) position, len and dep: the grid point the
+// task asked for when it gave one, else the measured length and depth.
+const samplePos = `CASE WHEN sa.grid_length IS NOT NULL THEN sa.grid_length ELSE sa.length_tokens END AS len,
+		CASE WHEN sa.grid_length IS NOT NULL THEN sa.grid_depth ELSE sa.depth END AS dep`
+
 // bucketPos is the position of every scored sample of one eval, for
 // bucketSums and gridSums.
 const bucketPos = `
 WITH pos AS (
-	SELECT CASE WHEN sa.grid_length IS NOT NULL THEN sa.grid_length ELSE sa.length_tokens END AS len,
-		CASE WHEN sa.grid_length IS NOT NULL THEN sa.grid_depth ELSE sa.depth END AS dep,
+	SELECT ` + samplePos + `,
 		sc.scorer, sc.invalid, sc.value
 	FROM samples sa JOIN scores sc
 		ON sc.run_id = sa.run_id AND sc.eval_name = sa.eval_name AND sc.sample_id = sa.sample_id
 	WHERE sa.run_id = $1 AND sa.eval_name = $2
 )`
-
-// positioned says whether any sample of an eval may lie on a length or
-// depth axis (bucketPos): one with a grid point, a length or a depth.
-// Without one, bucketSums and gridSums are empty, and this scan of the
-// eval's samples costs a fraction of their join of every sample to its
-// scores (a quarter at 20,000 samples of a task with no positions, the
-// throughput bench's): a run's report asks for both.
-func (s *Store) positioned(ctx context.Context, runID, evalName string) (bool, error) {
-	var ok bool
-	err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM samples
-		WHERE run_id = $1 AND eval_name = $2 AND (grid_length IS NOT NULL OR length_tokens > 0 OR depth >= 0))`, runID, evalName).Scan(&ok)
-	return ok, err
-}
 
 // gridSums groups the same scores by length and depth together: the cells
 // of a length × depth heatmap. Samples off either axis are in no cell.
@@ -438,12 +429,6 @@ type GridSum struct {
 func (s *Store) GridSums(ctx context.Context, runID, evalName string) ([]GridSum, error) {
 	if err := s.flush(ctx); err != nil { // this process's log holds rows not yet fed
 		return nil, fmt.Errorf("grid sums of %s/%s: %w", runID, evalName, err)
-	}
-	if ok, err := s.positioned(ctx, runID, evalName); err != nil || !ok {
-		if err != nil {
-			return nil, fmt.Errorf("grid sums of %s/%s: %w", runID, evalName, err)
-		}
-		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx, gridSums, runID, evalName)
 	if err != nil {
@@ -469,12 +454,6 @@ func (s *Store) GridSums(ctx context.Context, runID, evalName string) ([]GridSum
 func (s *Store) BucketSums(ctx context.Context, runID, evalName string) ([]BucketSum, error) {
 	if err := s.flush(ctx); err != nil {
 		return nil, fmt.Errorf("bucket sums of %s/%s: %w", runID, evalName, err)
-	}
-	if ok, err := s.positioned(ctx, runID, evalName); err != nil || !ok {
-		if err != nil {
-			return nil, fmt.Errorf("bucket sums of %s/%s: %w", runID, evalName, err)
-		}
-		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx, bucketSums, runID, evalName)
 	if err != nil {

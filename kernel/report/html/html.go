@@ -558,18 +558,20 @@ func (p *page) index(encoded []byte) {
 	p.raw("</script>\n")
 }
 
+// evalIdx is one eval of the sample index, as the page reads it.
+type evalIdx struct {
+	Name      string   `json:"name"`
+	Base      string   `json:"base"`
+	Model     string   `json:"model"`
+	Retriever string   `json:"retriever"`
+	Scorers   []string `json:"scorers"`
+}
+
 // WriteIndex writes the JSON sample index of run that a page filters, with
 // chunk samples per block of embedded details. With first, run holds only
 // the run's first samples (journal.LoadFirst): the index says so
 // ("partial") and how many the whole one has ("total").
 func WriteIndex(w io.Writer, run *journal.Run, chunk int, first *journal.First) error {
-	type evalIdx struct {
-		Name      string   `json:"name"`
-		Base      string   `json:"base"`
-		Model     string   `json:"model"`
-		Retriever string   `json:"retriever"`
-		Scorers   []string `json:"scorers"`
-	}
 	var (
 		evals       []evalIdx
 		scorerNames []string

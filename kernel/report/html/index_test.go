@@ -52,13 +52,6 @@ func TestWriteIndexAsEncodingJSON(t *testing.T) {
 
 // indexByEncodingJSON is the index as encoding/json writes its columns.
 func indexByEncodingJSON(t *testing.T, run *journal.Run, chunk int, first *journal.First) []byte {
-	type evalIdx struct {
-		Name      string   `json:"name"`
-		Base      string   `json:"base"`
-		Model     string   `json:"model"`
-		Retriever string   `json:"retriever"`
-		Scorers   []string `json:"scorers"`
-	}
 	var (
 		evals       []evalIdx
 		e, l        []int
