@@ -48,7 +48,8 @@ const (
 	MetaPosition  = "position" // BestAnswer: 1-based designation of the truth
 	MetaAnswer    = "answer"   // "A<k>" or the order as a list
 	MetaVariant   = "variant"
-	MetaSource    = "source" // "released" or "built"
+	MetaSource    = "source"    // "released" or "built"
+	MetaFillRule  = "fill_rule" // built BestAnswer cases: BestAnswerFillRule
 )
 
 // Options are the task's settings.
@@ -572,6 +573,9 @@ func bestAnswerSample(c baCase, variant string, answers []string, truth int) *sd
 	meta["case"] = c.Index
 	meta["question_id"] = c.QuestionID
 	meta["tags"] = append([]string{}, c.Tags...)
+	if c.Built {
+		meta[MetaFillRule] = BestAnswerFillRule
+	}
 	id := fmt.Sprintf("bestanswer-%s-%d", c.Setting.Name, c.Index)
 	if variant != VariantOriginal {
 		id += "-" + variant

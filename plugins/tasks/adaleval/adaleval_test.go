@@ -457,6 +457,9 @@ func TestBestAnswerBuilder(t *testing.T) {
 		setting := s.Metadata[MetaSetting].(string)
 		qid := s.Metadata["question_id"].(string)
 		sets[setting] = append(sets[setting], qid)
+		if s.Metadata[MetaFillRule] != BestAnswerFillRule {
+			t.Errorf("%s: fill rule %v not recorded", s.ID, s.Metadata[MetaFillRule])
+		}
 		qi := slices.IndexFunc(qs, func(q struct {
 			ID      string   `json:"question_id"`
 			Answers []string `json:"all_answers"`

@@ -34,6 +34,11 @@ type dumpQuestion struct {
 	answerTokens []int
 }
 
+// BestAnswerFillRule names the fill rule of built BestAnswer cases, a
+// choice of hayloft's (the paper gives no length rule); every built sample
+// records it in its metadata (MetaFillRule), as buildBestAnswer describes it.
+const BestAnswerFillRule = "hayloft-1: the accepted answer, then the question's other answers, then related questions' answers in a seeded order, while the prompt stays within the setting's nominal cl100k_base size; at least two answers filling at least half the room left for answers"
+
 // buildBestAnswer builds the chosen settings from the dump at Source.
 //
 // Fill rule (hayloft's; the paper gives none): after the accepted answer,
