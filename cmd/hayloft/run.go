@@ -20,6 +20,7 @@ import (
 	"github.com/hayloft/hayloft/kernel/store"
 	"github.com/hayloft/hayloft/plugins/builtin"
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/gctune"
 )
 
 // commonFlags are the settings flags every config-reading command takes; they
@@ -136,6 +137,14 @@ func newHost(pluginDir string, log hclog.Logger, inProcess, checkOnly bool) (*pl
 		InProcess: inProcess, CheckOnly: checkOnly})
 }
 
+// runHeapFloor is the heap a run's kernel may reach before it is collected
+// (gctune.GoalFloor). At 32 MB the zero-latency row of bench/throughput
+// collected the kernel 11 times instead of 27, its collections' CPU 130 ms
+// instead of 380 ms (GODEBUG=gctrace=1), for 10 MB more resident memory;
+// 64 MB saved 40 ms more for 40 MB more. The NIAH row's kernel, whose
+// live heap is above it, is unchanged.
+const runHeapFloor = 32 << 20
+
 func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 	fs := e.newFlagSet("run")
 	var ef evalFlags
@@ -147,6 +156,7 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 		return err
 	}
 	defer s.host.Close()
+	gctune.SetGoalFloor(runHeapFloor)
 	stopProfile, err := startKernelProfile("run")
 	if err != nil {
 		return err

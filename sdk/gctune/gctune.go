@@ -60,6 +60,41 @@ func Percent(live, scan uint64) int {
 // least heap goal is 4 MB × 4 = MinHeadroom.
 const maxSmallPercent = 100 * MinHeadroom / (4 << 20)
 
+// goalFloor is the least heap goal (live heap plus headroom) the tuner
+// allows, in bytes; 0, the default, sets none. A process whose own work
+// allocates for every sample, and whose live heap is small, may set one:
+// hayloft's kernel in a run allocates some 10 KB per sample over a live
+// heap of 10 MB (the journal's feed queue, the run's state), so the rule
+// above collected it every 10 MB, 26 times in a 20,000-sample run, each
+// collection marking the whole live heap: some 20 µs of CPU per sample.
+// A floor costs nothing where the live heap is large (the NIAH row's
+// kernel, whose goal is above it anyway), and at most the floor where it
+// is small.
+var goalFloor atomic.Uint64
+
+// SetGoalFloor lets the heap reach floor bytes before it is collected,
+// however small its live part (see goalFloor). It takes effect at the next
+// collection; 0 removes the floor.
+func SetGoalFloor(floor uint64) { goalFloor.Store(floor) }
+
+// WithFloor is the GOGC percent p, raised where needed so that a live heap
+// of live bytes is not collected before it reaches floor bytes.
+func WithFloor(p int, live, floor uint64) int {
+	if live == 0 || floor <= live {
+		return p
+	}
+	need := (floor - live) * 100 / live
+	if need <= uint64(p) {
+		return p
+	}
+	// The runtime's least heap goal is 4 MB × GOGC/100: capped so, a
+	// nearly empty heap's goal is the floor, not a multiple of it.
+	return int(max(uint64(p), min(need, floor*100/runtimeMinHeap)))
+}
+
+// runtimeMinHeap is the runtime's least heap goal at GOGC=100.
+const runtimeMinHeap = 4 << 20
+
 var start sync.Once
 
 // Start tunes GOGC after every collection from now on, unless the GOGC
@@ -108,7 +143,9 @@ func (t *tuner) tune() {
 	if t.sample[0].Value.Kind() != metrics.KindUint64 || t.sample[1].Value.Kind() != metrics.KindUint64 {
 		return
 	}
-	if p := Percent(t.sample[0].Value.Uint64(), t.sample[1].Value.Uint64()); p != t.percent {
+	live := t.sample[0].Value.Uint64()
+	p := WithFloor(Percent(live, t.sample[1].Value.Uint64()), live, goalFloor.Load())
+	if p != t.percent {
 		t.percent = p
 		debug.SetGCPercent(p)
 		if t.tuned != nil {

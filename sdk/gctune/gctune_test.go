@@ -70,3 +70,42 @@ func gogc() int {
 	metrics.Read(s)
 	return int(s[0].Value.Uint64())
 }
+
+func TestWithFloor(t *testing.T) {
+	const mb = 1 << 20
+	for _, tc := range []struct {
+		p           int
+		live, floor uint64
+		want        int
+	}{
+		{100, 10 * mb, 0, 100},       // no floor
+		{100, 10 * mb, 32 * mb, 220}, // goal 32 MB
+		{100, 16 * mb, 32 * mb, 100}, // the default reaches the floor
+		{80, 48 * mb, 32 * mb, 80},   // a live heap above the floor keeps its rule
+		{400, 2 * mb, 32 * mb, 800},  // capped: the runtime's least goal (4 MB × 8) is the floor
+		{400, 4 * mb, 32 * mb, 700},  // goal 32 MB
+		{100, 0, 32 * mb, 100},       // nothing read yet
+	} {
+		if got := WithFloor(tc.p, tc.live, tc.floor); got != tc.want {
+			t.Errorf("WithFloor(%d, %d MB live, %d MB floor) = %d, want %d", tc.p, tc.live/mb, tc.floor/mb, got, tc.want)
+		}
+	}
+}
+
+// With a floor set, a small live heap gets GOGC high enough to reach it.
+func TestTunerFloor(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer SetGoalFloor(0)
+	SetGoalFloor(64 << 20)
+	tuned := make(chan int, 16)
+	tu := newTuner()
+	tu.tuned = tuned
+	defer tu.stop.Store(true)
+	arm(tu)
+	runtime.GC()
+	// The test binary's heap is a few MB: GOGC well above the 400 of the
+	// rule alone.
+	if p := <-tuned; p <= maxSmallPercent {
+		t.Fatalf("with a 64 MB floor: GOGC %d, want above %d", p, maxSmallPercent)
+	}
+}
