@@ -526,14 +526,11 @@ func (s *Store) feed(items []fedItem, live bool) error {
 	}
 	rows := make([]row, 0, n)
 	progress := map[*segment]int64{}
-	var lastAt int64
-	var lastStamp string
+	var st stamper
 	for _, it := range items {
-		if it.at != lastAt || lastStamp == "" {
-			lastAt, lastStamp = it.at, formatTime(time.Unix(0, it.at))
-		}
+		stamp := st.format(it.at)
 		for _, r := range it.rows {
-			r.at = lastStamp
+			r.at = stamp
 			rows = append(rows, r)
 		}
 		progress[it.seg] = max(progress[it.seg], it.end)
