@@ -485,7 +485,7 @@ func (s *Store) feeder() {
 			return
 		}
 		if soon && err == nil {
-			s.checkpoint()
+			s.checkpointSoon()
 		}
 	}
 }
@@ -622,13 +622,43 @@ func (s *Store) setWriterCache(ctx context.Context, tx *sql.Tx, kib int) error {
 	return nil
 }
 
-// checkpoint copies what the WAL holds into the database file (SQLite;
-// PASSIVE: it waits for no reader or writer, and copies what it can), so
-// that the checkpoint Close runs before removing the log has little left
-// to do. A failure is left for that one to meet.
-func (s *Store) checkpoint() {
-	if s.dialect.checkpoint != "" {
+// checkpointSoon copies what the WAL holds into the database file
+// (SQLite; PASSIVE: it waits for no reader or writer, and copies what it
+// can), so that the checkpoint Close runs before removing the log has
+// little left to do. A failure is left for that one to meet.
+//
+// It runs beside the feeder, not in it: a run's last samples are fed
+// while an earlier FeedSoon's checkpoint is still copying pages (a few
+// tens of ms for 5,000 samples), and the readers waiting on that feed
+// (the end of a run: its prefix-cache sums, FinishRun, the report) would
+// otherwise wait for the checkpoint too. One at a time: a FeedSoon while
+// one runs adds nothing, as that one copies what was fed before it began
+// and the next checkpoint the rest. Only the feeder calls it, and
+// dropSegments waits for it (checkpointed).
+func (s *Store) checkpointSoon() {
+	if s.dialect.checkpoint == "" {
+		return
+	}
+	if s.ckpt != nil {
+		select {
+		case <-s.ckpt:
+		default:
+			return
+		}
+	}
+	done := make(chan struct{})
+	s.ckpt = done
+	go func() {
+		defer close(done)
 		s.db.Exec(s.dialect.checkpoint)
+	}()
+}
+
+// checkpointed waits for the checkpoint checkpointSoon began, if any: the
+// feeder's, or Close's once the feeder has stopped.
+func (s *Store) checkpointed() {
+	if s.ckpt != nil {
+		<-s.ckpt
 	}
 }
 
@@ -639,6 +669,9 @@ func (s *Store) dropSegments(segs []*segment) error {
 		return nil
 	}
 	var errs []error
+	// One checkpoint at a time: this one, which must cover every row fed
+	// so far, must not find the lock held by checkpointSoon's and skip.
+	s.checkpointed()
 	if s.sync == SyncBatch && s.dialect.checkpoint != "" {
 		// SQLite commits with synchronous=NORMAL, which a power loss may
 		// undo; a checkpoint syncs the WAL first, so the fed rows are as

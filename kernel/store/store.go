@@ -128,6 +128,9 @@ type Store struct {
 	flushReq    chan chan error
 	logStopped  chan struct{} // closed by the appender
 	feedStopped chan struct{} // closed by the feeder
+	// ckpt is closed when the checkpoint checkpointSoon began ends; nil
+	// before the first. The feeder's alone, and Close's after it stops.
+	ckpt chan struct{}
 
 	// testHookCommit, when set (by tests, before the first write), runs
 	// in the writer after it has collected a batch and before it commits:
@@ -340,6 +343,7 @@ func (s *Store) Close() error {
 		close(s.closing)
 		<-s.logStopped
 		<-s.feedStopped
+		s.checkpointed()
 		s.fmu.Lock()
 		feedErr := s.feedErr
 		if len(s.queue) > 0 && feedErr == nil {
