@@ -114,6 +114,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		return out
 	}
 	comps.prefetch(ctx, ev, true)
+	r.learnEarly(ctx, ev, comps)
 	task, err := comps.task(ctx, ev.Task)
 	if err != nil {
 		return fail(err.Error())

@@ -93,6 +93,25 @@ func (r *Runner) prefixCache(ctx context.Context, h *modelHandle) limiter.Prefix
 	return h.cache
 }
 
+// learnEarly asks the servers of ev's models for their prefix caches in
+// the background, as soon as each model is open, when the send order will
+// want them (newWindow): otherwise the first sample waits for those
+// requests (a few ms on a local server) after the task and every scorer
+// are ready and the row is journaled. The window's own prefixCache waits
+// for what is under way.
+func (r *Runner) learnEarly(ctx context.Context, ev *config.Eval, comps *components) {
+	if ev.Order == config.OrderTask {
+		return
+	}
+	for _, m := range ev.Models {
+		go func() {
+			if h, err := comps.model(ctx, m); err == nil {
+				r.prefixCache(ctx, h)
+			}
+		}()
+	}
+}
+
 // orderPrompt is the text the order is decided on: the rendered messages'
 // contents joined by newlines, as messagesText joins them. It is held for
 // every sample read ahead, so it is written once into a buffer sized for
