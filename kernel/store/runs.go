@@ -118,6 +118,10 @@ func (s *Store) FinishRun(ctx context.Context, runID, status string) error {
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", runID, err)
 	}
+	// Everything is fed: the database is checkpointed now, in the
+	// background (see checkpointSoon), while the caller reads the run
+	// (its report), rather than by Close after it.
+	s.FeedSoon()
 	return nil
 }
 
