@@ -173,7 +173,11 @@ type row struct {
 	overheadUS float64 // hayloft's own CPU per sample; 0 for wrk
 	// clientCPU is the CPU time of the client's whole process tree: wrk, or
 	// hayloft with the plugin processes it started and waited for.
-	clientCPU   time.Duration
+	clientCPU time.Duration
+	// serverCPU is this process's CPU over a hayloft run: the fake server
+	// (and the benchmark's own memory sampling), which shares the cores
+	// with the client; 0 when unmeasured.
+	serverCPU   time.Duration
 	maxInFlight int // the server's peak of requests held at once
 	// peakRSS is the sum of the peak resident memory of hayloft and each
 	// of its plugin processes (rssWatch), in bytes; 0 when not measured.
@@ -215,6 +219,15 @@ func (r row) serveRPS() float64 {
 		return 0
 	}
 	return float64(r.requests) / serve.Seconds()
+}
+
+// busy is the share of the machine's cores the client and the server used
+// together over the row's wall time; 0 when unmeasured.
+func (r row) busy() float64 {
+	if r.serverCPU <= 0 || r.clientCPU <= 0 || r.wall <= 0 {
+		return 0
+	}
+	return (r.serverCPU + r.clientCPU).Seconds() / (r.wall.Seconds() * float64(runtime.NumCPU()))
 }
 
 // cpuPerReqUS is the client's CPU per request in µs; 0 when unmeasured.
@@ -455,6 +468,7 @@ func kernelRow(ctx context.Context, j job, srv *openaitest.Server) (row, error) 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	srv.ResetCounters()
+	cpu0 := selfCPU()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return row{}, fmt.Errorf("%s run %s: %w", j.hayloft, cfgPath, err)
@@ -462,6 +476,7 @@ func kernelRow(ctx context.Context, j job, srv *openaitest.Server) (row, error) 
 	rss := watchRSS(cmd.Process.Pid, 20*time.Millisecond)
 	err := cmd.Wait()
 	wall := time.Since(start)
+	serverCPU := selfCPU() - cpu0
 	peak, procs := rss.finish()
 	if j.log != nil && peak > 0 {
 		fmt.Fprintf(j.log, "peak resident memory by process:\n%s", rss.breakdown())
@@ -498,10 +513,19 @@ func kernelRow(ctx context.Context, j job, srv *openaitest.Server) (row, error) 
 		peakRSS:   peak,
 		processes: procs,
 	}
+	if cpu0 > 0 {
+		r.serverCPU = serverCPU
+	}
 	if first, last := srv.Span(chatPath); !first.IsZero() {
 		r.before, r.after = first.Sub(start), start.Add(wall).Sub(last)
 		r.note = appendNote(r.note, fmt.Sprintf("start %.2fs, serve %.2fs (%.0f req/s), end %.2fs",
 			r.before.Seconds(), last.Sub(first).Seconds(), r.serveRPS(), r.after.Seconds()))
+	}
+	if b := r.busy(); b > 0 {
+		// On a machine of few cores the client and the server take turns:
+		// near 100% busy, every hop of a request waits for a core.
+		r.note = appendNote(r.note, fmt.Sprintf("server cpu %.0f µs/req; cores %.0f%% busy (client + server cpu / wall × %d)",
+			float64(r.serverCPU.Microseconds())/float64(max(r.requests, 1)), 100*b, runtime.NumCPU()))
 	}
 	if ev.Errors > 0 {
 		r.note = fmt.Sprintf("%d sample errors", ev.Errors)

@@ -5,9 +5,11 @@ import (
 	"context"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +99,27 @@ func TestPrintTable(t *testing.T) {
 	}
 	if buf.String() != string(want) {
 		t.Errorf("table:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+// busy is the cores' share the client and the server used together.
+func TestBusy(t *testing.T) {
+	cores := float64(runtime.NumCPU())
+	tests := []struct {
+		name string
+		r    row
+		want float64
+	}{
+		{"both measured", row{wall: 2 * time.Second, clientCPU: 1500 * time.Millisecond, serverCPU: 500 * time.Millisecond}, 1 / cores},
+		{"no server cpu", row{wall: 2 * time.Second, clientCPU: 1500 * time.Millisecond}, 0},
+		{"no wall", row{clientCPU: time.Second, serverCPU: time.Second}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.busy(); math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("busy = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
