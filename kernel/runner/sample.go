@@ -212,6 +212,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 	for _, n := range named {
 		rw.scores[n.Scorer] = append(rw.scores[n.Scorer], indexedScore{seq, n.Score, n.DetailsJSON})
 	}
+	rw.use.Add(ans.usage)
 	rw.mu.Unlock()
 	return ans.wait
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+
+	"github.com/hayloft/hayloft/sdk"
 )
 
 // PrefixUse is what a row's responses say of the server's prefix cache:
@@ -41,6 +43,19 @@ func (m *PrefixMetrics) HitRate() (float64, bool) {
 		return 0, false
 	}
 	return float64(m.CachedTokens) / float64(m.PromptTokens), true
+}
+
+// Add counts one response's usage into u as the journal's sum of a row
+// (sumPrefixUse) counts each of its responses: its prompt tokens, and
+// where it reported a cached count, its cached and computed tokens.
+func (u *PrefixUse) Add(usage sdk.Usage) {
+	u.Responses++
+	u.PromptTokens += usage.PromptTokens
+	if c := usage.CachedTokens; c != nil {
+		u.Reported++
+		u.CachedTokens += *c
+		u.ComputedTokens += usage.PromptTokens - *c
+	}
 }
 
 // HitRate is cached ÷ prompt tokens over the responses that reported;

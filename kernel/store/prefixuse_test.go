@@ -184,3 +184,67 @@ func TestPrefixUseGivenToFinishEval(t *testing.T) {
 		t.Errorf("PrefixUse before FinishEval %+v, want %+v", u, want)
 	}
 }
+
+// A row's own sum of its answers' usage (PrefixUse.Add, what the runner
+// journals) is the journal's join of its samples to their responses, for
+// responses with and without a cached count; a second put of a key counts
+// as repeated (RepeatedResponses), the case where the two may differ.
+func TestPrefixUseAddIsTheJoin(t *testing.T) {
+	ctx := context.Background()
+	tokens := func(n int) *int { return &n }
+	tests := []struct {
+		name   string
+		usages []sdk.Usage
+	}{
+		{"none reported", []sdk.Usage{{PromptTokens: 10}, {PromptTokens: 20}}},
+		{"all reported", []sdk.Usage{{PromptTokens: 10, CachedTokens: tokens(4)}, {PromptTokens: 30, CachedTokens: tokens(0)}}},
+		{"mixed", []sdk.Usage{{PromptTokens: 10, CachedTokens: tokens(10)}, {PromptTokens: 7}, {PromptTokens: 50, CachedTokens: tokens(32)}}},
+		{"empty", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTest(t)
+			k := mustKeyer(t, testIdentity())
+			run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "a.hcl"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Scorers: []string{"exact"}}); err != nil {
+				t.Fatal(err)
+			}
+			var own PrefixUse
+			for i, u := range tt.usages {
+				r := mustKeyed(t, k, testRequest(i))
+				if err := s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: "x", Usage: u}, time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.PutResult(ctx, run, "e", &sdk.Sample{ID: strconv.Itoa(i)}, SampleMeta{Index: i, RequestKey: r.Key},
+					[]NamedScore{{Scorer: "exact", Score: &sdk.ScoreResponse{Value: 1}}}); err != nil {
+					t.Fatal(err)
+				}
+				own.Add(u)
+			}
+			joined, err := s.sumPrefixUse(ctx, run, "e")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if own != joined {
+				t.Errorf("Add: %+v, the join: %+v", own, joined)
+			}
+			if n := s.RepeatedResponses(); n != 0 {
+				t.Errorf("RepeatedResponses = %d after distinct keys, want 0", n)
+			}
+		})
+	}
+	s := openTest(t)
+	k := mustKeyer(t, testIdentity())
+	r := mustKeyed(t, k, testRequest(0))
+	for range 2 {
+		if err := s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: "x", Usage: sdk.Usage{PromptTokens: 1}}, time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.RepeatedResponses(); n != 1 {
+		t.Errorf("RepeatedResponses = %d after one key put twice, want 1", n)
+	}
+}

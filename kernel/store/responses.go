@@ -97,12 +97,26 @@ func (s *Store) PutResponse(ctx context.Context, k *Keyer, r Keyed, resp *sdk.Ge
 	if err != nil {
 		return fmt.Errorf("put response %s: %w", r.Key, err)
 	}
+	// Known before it is logged, so that of two puts of one key at once
+	// one counts as repeated: the log keeps the first it was handed.
+	if !s.known.addNew(r.Key) {
+		s.repeated.Add(1)
+	}
 	if err := s.logRows(ctx, rows...); err != nil {
 		return fmt.Errorf("put response %s: %w", r.Key, err)
 	}
-	s.known.add(r.Key)
 	return nil
 }
+
+// RepeatedResponses is how many PutResponse calls of this Store found
+// their key known already: journaled by this process, or in the journal
+// when LookupResponse first read it. Their response may not be the one
+// the journal keeps (the first wins), so a sum over a row's answers as
+// the caller saw them (see runner's prefix-cache use) may differ from the
+// journal's own while this count moves; when it stays, every response
+// this process put is the one kept, unless another process put the same
+// key meanwhile.
+func (s *Store) RepeatedResponses() int64 { return s.repeated.Load() }
 
 // responseRows are the rows of one PutResponse: the response, then its
 // attempts.
@@ -167,13 +181,16 @@ func (k *knownKeys) load(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-func (k *knownKeys) add(key string) {
+// addNew adds key and reports whether it was not there yet.
+func (k *knownKeys) addNew(key string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.keys == nil {
 		k.keys = map[string]struct{}{}
 	}
+	_, had := k.keys[key]
 	k.keys[key] = struct{}{}
+	return !had
 }
 
 const selectResponse = `SELECT identity, text, finish_reason, prompt_tokens, completion_tokens, latency_ms, created_at, cached_tokens

@@ -101,6 +101,7 @@ type Store struct {
 	// database's default. The writer goroutine's alone (setWriterCache).
 	writerCache int
 	known       knownKeys
+	repeated    atomic.Int64 // see RepeatedResponses
 	// answerBufs are *answerBuf, kept from one range of report reads to
 	// the next (responserows.go).
 	answerBufs sync.Pool
