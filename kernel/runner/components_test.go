@@ -286,3 +286,61 @@ eval "last" {
 		t.Errorf("model closed at each eval's aggregate: %v, want %v", sc.closed, want)
 	}
 }
+
+// closingScorer is an infoScorer that records its Close.
+type closingScorer struct {
+	infoScorer
+	closed chan struct{}
+}
+
+func (s *closingScorer) Close() error {
+	close(s.closed)
+	return nil
+}
+
+// aggregatorWatching is an aggregating scorer that reports, at its
+// Aggregate, whether the other scorer had been closed by then (waiting a
+// while for it, since it closes in the background), and whether itself had.
+type aggregatorWatching struct {
+	closingScorer
+	other       *closingScorer
+	otherClosed bool
+	selfClosed  bool
+}
+
+func (s *aggregatorWatching) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	select {
+	case <-s.other.closed:
+		s.otherClosed = true
+	case <-time.After(30 * time.Second):
+	}
+	select {
+	case <-s.closed:
+		s.selfClosed = true
+	default:
+	}
+	return s.infoScorer.Aggregate(ctx, req)
+}
+
+// On the last eval a scorer whose metric is the mean (its component has
+// no Aggregate) is closed with the task and model, before the rows are
+// aggregated; one with an Aggregate of its own stays open until asked.
+func TestLastEvalClosesMeanScorersBeforeAggregating(t *testing.T) {
+	f := newFixture(t, 3, map[string]*echoModel{"m": {}})
+	mean := &closingScorer{closed: make(chan struct{})}
+	agg := &aggregatorWatching{closingScorer: closingScorer{infoScorer: infoScorer{caps: []string{plugin.CapAggregator}}, closed: make(chan struct{})}, other: mean}
+	f.set.RegisterScorer("mean", func(context.Context, sdk.Options) (sdk.Scorer, error) { return mean, nil })
+	f.set.RegisterScorer("agg", func(context.Context, sdk.Options) (sdk.Scorer, error) { return agg, nil })
+	res, err := f.run(t, context.Background(), oneEval("m", "", "mean", "agg"))
+	if err != nil || res.Evals[0].Error != "" || res.Evals[0].Samples != 3 {
+		t.Fatalf("run: %v %+v", err, res.Evals)
+	}
+	if !agg.otherClosed || agg.selfClosed {
+		t.Errorf("at the aggregate: mean scorer closed %v (want true), aggregating scorer closed %v (want false)", agg.otherClosed, agg.selfClosed)
+	}
+	select {
+	case <-agg.closed:
+	default:
+		t.Error("the aggregating scorer was not closed at the end of the run")
+	}
+}

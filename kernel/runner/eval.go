@@ -206,9 +206,17 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 
 	<-counting
 	if last {
-		// Only the scorers are asked anything more (their own Aggregate):
-		// the other processes stop while the rows are aggregated.
-		comps.closeEarly(func(k sdk.Kind) bool { return k != sdk.KindScorer })
+		// Only the scorers with an Aggregate of their own are asked
+		// anything more: the other processes stop while the rows are
+		// aggregated, and do not keep the run waiting for their exit
+		// after it.
+		comps.closeEarly(func(k sdk.Kind, v any) bool {
+			if sc, ok := v.(sdk.Scorer); ok && k == sdk.KindScorer {
+				_, mean := aggregator(sc).(meanOnly)
+				return mean
+			}
+			return k != sdk.KindScorer
+		})
 	}
 	if exact {
 		for _, rw := range rows {
@@ -234,7 +242,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 	}
 	if last {
 		// Aggregated: no component is asked anything more in this run.
-		comps.closeEarly(func(sdk.Kind) bool { return true })
+		comps.closeEarly(func(sdk.Kind, any) bool { return true })
 	}
 	<-summed
 	for i, rw := range rows {
