@@ -17,7 +17,7 @@ func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle)
 	for _, sh := range scorers {
 		list := rw.scores[sh.ref]
 		sort.Slice(list, func(i, j int) bool { return list[i].seq < list[j].seq })
-		agg := aggregator(sh.scorer)
+		agg := sh.agg
 		_, mean := agg.(meanOnly)
 		scores := make([]*sdk.ScoreResponse, len(list))
 		var err error

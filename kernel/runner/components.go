@@ -165,25 +165,15 @@ func (c *components) closeAll() {
 }
 
 // closeEarly begins closing, in the background, every component opened
-// that done says the run needs no more (given its kind and the component):
-// a run's last eval stops its task and model processes once its samples
-// are answered, while it aggregates, journals and reports, instead of
-// after. closeAll waits for these closes. v is nil for a component still
-// opening (whose close waits for its open).
-func (c *components) closeEarly(done func(k sdk.Kind, v any) bool) {
+// that done says the run needs no more (given its reference and kind): a
+// run's last eval stops its task and model processes once its samples are
+// answered, while it aggregates, journals and reports, instead of after.
+// closeAll waits for these closes.
+func (c *components) closeEarly(done func(ref string, k sdk.Kind) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, o := range c.opened {
-		if !o.closer || o.closing != nil {
-			continue
-		}
-		var v any
-		select {
-		case <-o.done:
-			v = o.v
-		default:
-		}
-		if done(o.kind, v) {
+	for ref, o := range c.opened {
+		if o.closer && o.closing == nil && done(ref, o.kind) {
 			o.closing = make(chan struct{})
 			go func() {
 				defer close(o.closing)

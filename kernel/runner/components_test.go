@@ -287,7 +287,9 @@ eval "last" {
 	}
 }
 
-// closingScorer is an infoScorer that records its Close.
+// closingScorer is an infoScorer that records its Close and, closed,
+// answers as a closed plugin component does: its Info no longer says what
+// it serves, and a call fails.
 type closingScorer struct {
 	infoScorer
 	closed chan struct{}
@@ -296,6 +298,29 @@ type closingScorer struct {
 func (s *closingScorer) Close() error {
 	close(s.closed)
 	return nil
+}
+
+func (s *closingScorer) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *closingScorer) Info() plugin.Info {
+	if s.isClosed() {
+		return plugin.Info{Kind: sdk.KindScorer}
+	}
+	return s.infoScorer.Info()
+}
+
+func (s *closingScorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	if s.isClosed() {
+		return nil, errors.New("component is closed")
+	}
+	return s.infoScorer.Aggregate(ctx, req)
 }
 
 // aggregatorWatching is an aggregating scorer that reports, at its
@@ -331,12 +356,17 @@ func TestLastEvalClosesMeanScorersBeforeAggregating(t *testing.T) {
 	agg := &aggregatorWatching{closingScorer: closingScorer{infoScorer: infoScorer{caps: []string{plugin.CapAggregator}}, closed: make(chan struct{})}, other: mean}
 	f.set.RegisterScorer("mean", func(context.Context, sdk.Options) (sdk.Scorer, error) { return mean, nil })
 	f.set.RegisterScorer("agg", func(context.Context, sdk.Options) (sdk.Scorer, error) { return agg, nil })
-	res, err := f.run(t, context.Background(), oneEval("m", "", "mean", "agg"))
+	res, err := f.run(t, context.Background(), oneEval("m", "", "agg", "mean")) // agg first: its Aggregate waits for the close
 	if err != nil || res.Evals[0].Error != "" || res.Evals[0].Samples != 3 {
 		t.Fatalf("run: %v %+v", err, res.Evals)
 	}
 	if !agg.otherClosed || agg.selfClosed {
 		t.Errorf("at the aggregate: mean scorer closed %v (want true), aggregating scorer closed %v (want false)", agg.otherClosed, agg.selfClosed)
+	}
+	// Closed, the mean scorer no longer says it has no Aggregate: its
+	// metric is still the mean, decided while it was open.
+	if m := res.Evals[0].Metrics["mean"]; m == nil || m.Details["error"] != nil || m.N != 3 {
+		t.Errorf("mean scorer's metric: %+v", m)
 	}
 	select {
 	case <-agg.closed:

@@ -50,6 +50,10 @@ type indexedScore struct {
 type scorerHandle struct {
 	ref    string // as reported: the bare name for default scorers
 	scorer sdk.Scorer
+	// agg is scorer as the row's metric is aggregated with (aggregator),
+	// decided while the component is open: a closed plugin component no
+	// longer says what it serves.
+	agg sdk.Scorer
 	// batch gathers the scorer's requests into batches (scorebatch.go);
 	// nil for scorers asked one call per sample (the judge).
 	batch *scoreBatcher
@@ -83,6 +87,9 @@ func (sh scorerHandle) sample(smp *bareSample) *sdk.Sample {
 func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, models map[string]*config.Component, comps *components, last bool, bar *progress, cost *overhead, pos *int) []*EvalResult {
 	var rows []*row
 	var scorers []scorerHandle
+	// meanRefs are the scorers whose metric is the mean (meanOnly), by
+	// reference: the last eval closes them with its task and model.
+	meanRefs := map[string]bool{}
 	newRow := func(m, rt *config.Component) *row {
 		rw := &row{
 			res:         &EvalResult{Name: ev.Name, Task: ev.Task.Ref(), Model: m.Ref(), Retriever: retrieverRef(rt), Metrics: map[string]*store.Metric{}},
@@ -132,14 +139,17 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 			if err != nil {
 				return fail(err.Error())
 			}
-			scorers = append(scorers, scorerHandle{ref: ref, scorer: j})
+			scorers = append(scorers, scorerHandle{ref: ref, scorer: j, agg: j})
 			continue
 		}
 		s, err := comps.scorer(ctx, sc)
 		if err != nil {
 			return fail(err.Error())
 		}
-		sh := scorerHandle{ref: ref, scorer: s, readsSample: readsSample(s)}
+		sh := scorerHandle{ref: ref, scorer: s, agg: aggregator(s), readsSample: readsSample(s)}
+		if _, ok := sh.agg.(meanOnly); ok {
+			meanRefs[sc.Ref()] = true
+		}
 		if bs, ok := s.(batchScorer); ok {
 			sh.batch = newScoreBatcher(ctx, bs)
 		}
@@ -210,13 +220,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 		// anything more: the other processes stop while the rows are
 		// aggregated, and do not keep the run waiting for their exit
 		// after it.
-		comps.closeEarly(func(k sdk.Kind, v any) bool {
-			if sc, ok := v.(sdk.Scorer); ok && k == sdk.KindScorer {
-				_, mean := aggregator(sc).(meanOnly)
-				return mean
-			}
-			return k != sdk.KindScorer
-		})
+		comps.closeEarly(func(ref string, k sdk.Kind) bool { return k != sdk.KindScorer || meanRefs[ref] })
 	}
 	if exact {
 		for _, rw := range rows {
@@ -242,7 +246,7 @@ func (r *Runner) runEval(ctx context.Context, runID string, ev *config.Eval, mod
 	}
 	if last {
 		// Aggregated: no component is asked anything more in this run.
-		comps.closeEarly(func(sdk.Kind, any) bool { return true })
+		comps.closeEarly(func(string, sdk.Kind) bool { return true })
 	}
 	<-summed
 	for i, rw := range rows {
