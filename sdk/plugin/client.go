@@ -336,14 +336,30 @@ type BatchScorer interface {
 // error. DetailsJSON is the response's Details as the plugin encoded them
 // (a JSON object, or nil for none); Response.Details stays nil so a caller
 // that only passes the details on never decodes them (Details decodes).
+//
+// ScoreJSON is set instead of DetailsJSON when the request asked for the
+// score object (sdk.ScoreRequest.ScoreObject) and the plugin wrote it
+// (ScoreObjectScorer): the details with "invalid" and "value" among them,
+// ready to be written as they are.
 type ScoreResult struct {
 	Response    *sdk.ScoreResponse
 	DetailsJSON []byte
+	ScoreJSON   []byte
 	Err         error
 }
 
-// Details decodes DetailsJSON.
+// Details decodes DetailsJSON, or the details in ScoreJSON.
 func (r ScoreResult) Details() (map[string]any, error) {
+	if r.DetailsJSON == nil && r.ScoreJSON != nil {
+		m, err := decodeMap("score object", r.ScoreJSON)
+		if m != nil {
+			// The response's own fields, not details: ScoreObjectScorer
+			// writes them in place of any detail of the same name.
+			delete(m, "invalid")
+			delete(m, "value")
+		}
+		return m, err
+	}
 	return decodeMap("score details", r.DetailsJSON)
 }
 
@@ -369,7 +385,7 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 			}
 			m.Sample = &smps[i]
 		}
-		m.Prediction, m.ForAggregate = r.Prediction, r.ForAggregate
+		m.Prediction, m.ForAggregate, m.ScoreObject = r.Prediction, r.ForAggregate, r.ScoreObject
 		p.Requests = append(p.Requests, m)
 		sent = append(sent, i)
 	}
@@ -467,6 +483,9 @@ func scoreResultInto(r *pb.ScoreResult, dst *sdk.ScoreResponse) ScoreResult {
 		return ScoreResult{Err: errNoResponse}
 	}
 	*dst = sdk.ScoreResponse{Value: p.GetValue(), Invalid: p.GetInvalid(), Stats: p.GetStats()}
+	if p.GetScoreObject() {
+		return ScoreResult{Response: dst, ScoreJSON: p.GetDetailsJson()}
+	}
 	return ScoreResult{Response: dst, DetailsJSON: p.GetDetailsJson()}
 }
 
@@ -481,7 +500,17 @@ func (s *ScorerClient) AggregateResults(ctx context.Context, results []ScoreResu
 			continue
 		}
 		d := r.DetailsJSON
-		if d == nil && len(r.Response.Details) > 0 {
+		if d == nil && r.ScoreJSON != nil {
+			m, err := r.Details()
+			if err != nil {
+				return nil, err
+			}
+			if len(m) > 0 {
+				if d, err = encodeMap("score details", m); err != nil {
+					return nil, err
+				}
+			}
+		} else if d == nil && len(r.Response.Details) > 0 {
 			var err error
 			if d, err = encodeMap("score details", r.Response.Details); err != nil {
 				return nil, err

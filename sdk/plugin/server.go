@@ -431,7 +431,7 @@ func (sc scorerServer) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.Sco
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return scoreToProto(ctx, c.(sdk.Scorer), &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate()})
+	return scoreToProto(ctx, c.(sdk.Scorer), &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate(), ScoreObject: req.GetScoreObject()})
 }
 
 func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.AggregateResponse, error) {
@@ -542,7 +542,7 @@ func (sc scorerServer) scoreOne(ctx context.Context, scorer sdk.Scorer, req *pb.
 		}
 		sample = smp
 	}
-	sreq := &sdk.ScoreRequest{Sample: sample, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate()}
+	sreq := &sdk.ScoreRequest{Sample: sample, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate(), ScoreObject: req.GetScoreObject()}
 	if cap(details)-len(details) < detailsChunk/8 {
 		details = make([]byte, 0, detailsChunk)
 	}

@@ -1479,7 +1479,11 @@ type ScoreRequest struct {
 	Prediction string                 `protobuf:"bytes,2,opt,name=prediction,proto3" json:"prediction,omitempty"`
 	// for_aggregate: the caller keeps only value, invalid and stats (see
 	// sdk.ScoreRequest.ForAggregate); the scorer may leave the details out.
-	ForAggregate  bool `protobuf:"varint,3,opt,name=for_aggregate,json=forAggregate,proto3" json:"for_aggregate,omitempty"`
+	ForAggregate bool `protobuf:"varint,3,opt,name=for_aggregate,json=forAggregate,proto3" json:"for_aggregate,omitempty"`
+	// score_object: the caller writes the score as one JSON object, the
+	// details with "invalid" and "value" among them (see
+	// sdk.ScoreRequest.ScoreObject); the scorer may send that object whole.
+	ScoreObject   bool `protobuf:"varint,4,opt,name=score_object,json=scoreObject,proto3" json:"score_object,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1535,12 +1539,23 @@ func (x *ScoreRequest) GetForAggregate() bool {
 	return false
 }
 
+func (x *ScoreRequest) GetScoreObject() bool {
+	if x != nil {
+		return x.ScoreObject
+	}
+	return false
+}
+
 type ScoreResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Value         float64                `protobuf:"fixed64,1,opt,name=value,proto3" json:"value,omitempty"`
-	Invalid       bool                   `protobuf:"varint,2,opt,name=invalid,proto3" json:"invalid,omitempty"`
-	DetailsJson   []byte                 `protobuf:"bytes,3,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
-	Stats         []float64              `protobuf:"fixed64,4,rep,packed,name=stats,proto3" json:"stats,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Value       float64                `protobuf:"fixed64,1,opt,name=value,proto3" json:"value,omitempty"`
+	Invalid     bool                   `protobuf:"varint,2,opt,name=invalid,proto3" json:"invalid,omitempty"`
+	DetailsJson []byte                 `protobuf:"bytes,3,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	Stats       []float64              `protobuf:"fixed64,4,rep,packed,name=stats,proto3" json:"stats,omitempty"`
+	// score_object: details_json is the whole score object asked for by
+	// ScoreRequest.score_object (the details with "invalid" and "value" in
+	// json.Marshal's key order), not the details alone.
+	ScoreObject   bool `protobuf:"varint,5,opt,name=score_object,json=scoreObject,proto3" json:"score_object,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1601,6 +1616,13 @@ func (x *ScoreResponse) GetStats() []float64 {
 		return x.Stats
 	}
 	return nil
+}
+
+func (x *ScoreResponse) GetScoreObject() bool {
+	if x != nil {
+		return x.ScoreObject
+	}
+	return false
 }
 
 type AggregateRequest struct {
@@ -2772,18 +2794,20 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x03ids\x18\x01 \x03(\x03R\x03ids\"e\n" +
 	"\x10TokenizeResponse\x123\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x1b.hayloft.plugin.v1.TokenIDsR\x06tokens\x12\x1c\n" +
-	"\ttokenizer\x18\x02 \x01(\tR\ttokenizer\"\x86\x01\n" +
+	"\ttokenizer\x18\x02 \x01(\tR\ttokenizer\"\xa9\x01\n" +
 	"\fScoreRequest\x121\n" +
 	"\x06sample\x18\x01 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\x12\x1e\n" +
 	"\n" +
 	"prediction\x18\x02 \x01(\tR\n" +
 	"prediction\x12#\n" +
-	"\rfor_aggregate\x18\x03 \x01(\bR\fforAggregate\"x\n" +
+	"\rfor_aggregate\x18\x03 \x01(\bR\fforAggregate\x12!\n" +
+	"\fscore_object\x18\x04 \x01(\bR\vscoreObject\"\x9b\x01\n" +
 	"\rScoreResponse\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x18\n" +
 	"\ainvalid\x18\x02 \x01(\bR\ainvalid\x12!\n" +
 	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson\x12\x14\n" +
-	"\x05stats\x18\x04 \x03(\x01R\x05stats\"L\n" +
+	"\x05stats\x18\x04 \x03(\x01R\x05stats\x12!\n" +
+	"\fscore_object\x18\x05 \x01(\bR\vscoreObject\"L\n" +
 	"\x10AggregateRequest\x128\n" +
 	"\x06scores\x18\x01 \x03(\v2 .hayloft.plugin.v1.ScoreResponseR\x06scores\"\xa4\x01\n" +
 	"\x11AggregateResponse\x12\x14\n" +
