@@ -370,31 +370,23 @@ func (r ScoreResult) Details() (map[string]any, error) {
 // request, concurrently, over the Calls stream.
 func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest) ([]ScoreResult, error) {
 	results := make([]ScoreResult, len(reqs))
-	p := &pb.ScoreBatchRequest{Requests: make([]*pb.ScoreRequest, 0, len(reqs))}
-	sent := make([]int, 0, len(reqs)) // index in reqs of each p.Requests entry
-	// The batch's messages come from two arrays instead of two
-	// allocations a request.
-	msgs := make([]pb.ScoreRequest, len(reqs))
-	smps := make([]pb.Sample, len(reqs))
-	for i, r := range reqs {
-		m := &msgs[i]
-		if r.Sample != nil {
-			if err := sampleToProtoInto(&smps[i], r.Sample); err != nil {
-				results[i].Err = err
-				continue
-			}
-			m.Sample = &smps[i]
+	s.batchMu.Lock()
+	noBatch := s.noBatch
+	s.batchMu.Unlock()
+	var p *pb.ScoreBatchRequest
+	var sent []int // index in reqs of each request sent
+	if !noBatch && s.info.Serves(FeaturePackedScoreBatch) && len(reqs) > 0 && allPackable(reqs) {
+		p = &pb.ScoreBatchRequest{Packed: packScoreRequests(reqs)}
+		sent = make([]int, len(reqs))
+		for i := range sent {
+			sent[i] = i
 		}
-		m.Prediction, m.ForAggregate, m.ScoreObject = r.Prediction, r.ForAggregate, r.ScoreObject
-		p.Requests = append(p.Requests, m)
-		sent = append(sent, i)
+	} else {
+		p, sent = s.batchMessages(reqs, results)
 	}
 	if len(sent) == 0 {
 		return results, nil
 	}
-	s.batchMu.Lock()
-	noBatch := s.noBatch
-	s.batchMu.Unlock()
 	var resp *pb.ScoreBatchResponse
 	var err error
 	if s.info.Serves(FeatureScoreBatchCall) {
@@ -415,6 +407,9 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		}
 	}
 	if resp == nil && noBatch {
+		if p.Packed != nil { // the plugin went back on its features
+			p, sent = s.batchMessages(reqs, results)
+		}
 		s.scoreEach(ctx, p.Requests, sent, results)
 		return results, nil
 	}
@@ -426,6 +421,42 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		results[sent[k]] = scoreResultInto(r, &resps[k])
 	}
 	return results, nil
+}
+
+// allPackable reports whether every request of a batch can travel packed.
+func allPackable(reqs []*sdk.ScoreRequest) bool {
+	for _, r := range reqs {
+		if !packable(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// batchMessages is reqs as a batch of messages; a request whose sample
+// cannot be converted gets its error in results and is not sent. sent is
+// the index in reqs of each message.
+func (s *ScorerClient) batchMessages(reqs []*sdk.ScoreRequest, results []ScoreResult) (*pb.ScoreBatchRequest, []int) {
+	p := &pb.ScoreBatchRequest{Requests: make([]*pb.ScoreRequest, 0, len(reqs))}
+	sent := make([]int, 0, len(reqs))
+	// The batch's messages come from two arrays instead of two
+	// allocations a request.
+	msgs := make([]pb.ScoreRequest, len(reqs))
+	smps := make([]pb.Sample, len(reqs))
+	for i, r := range reqs {
+		m := &msgs[i]
+		if r.Sample != nil {
+			if err := sampleToProtoInto(&smps[i], r.Sample); err != nil {
+				results[i].Err = err
+				continue
+			}
+			m.Sample = &smps[i]
+		}
+		m.Prediction, m.ForAggregate, m.ScoreObject = r.Prediction, r.ForAggregate, r.ScoreObject
+		p.Requests = append(p.Requests, m)
+		sent = append(sent, i)
+	}
+	return p, sent
 }
 
 // scoreBatchCall is one ScoreBatch over the Calls stream, which the plugin

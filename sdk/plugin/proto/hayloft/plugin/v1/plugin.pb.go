@@ -597,7 +597,8 @@ type ConfigureResponse struct {
 	Capabilities []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// Protocol features the plugin's SDK serves beyond this version's
 	// first form, so a host uses them only where they are understood:
-	// "calls.score_batch" (ScoreBatch calls on the Calls stream).
+	// "calls.score_batch" (ScoreBatch calls on the Calls stream),
+	// "score_batch.packed" (ScoreBatchRequest.packed).
 	Features      []string `protobuf:"bytes,5,rep,name=features,proto3" json:"features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1754,8 +1755,18 @@ func (x *AggregateResponse) GetDetailsJson() []byte {
 }
 
 type ScoreBatchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Requests      []*ScoreRequest        `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Requests []*ScoreRequest        `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	// packed holds the whole batch in one field instead of requests, for
+	// requests whose samples hold only an id, targets and a language (what
+	// `hayloft score` sends): one copy on each side instead of a message and
+	// a few strings per request. Sent only to plugins that report the
+	// "score_batch.packed" feature. Each request, in order: a varint of
+	// flags (1: for_aggregate, 2: score_object), then the sample's id, the
+	// prediction and the sample's language, each a varint length and that
+	// many bytes of UTF-8, then a varint count of targets and each target
+	// the same way.
+	Packed        []byte `protobuf:"bytes,2,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1793,6 +1804,13 @@ func (*ScoreBatchRequest) Descriptor() ([]byte, []int) {
 func (x *ScoreBatchRequest) GetRequests() []*ScoreRequest {
 	if x != nil {
 		return x.Requests
+	}
+	return nil
+}
+
+func (x *ScoreBatchRequest) GetPacked() []byte {
+	if x != nil {
+		return x.Packed
 	}
 	return nil
 }
@@ -2816,9 +2834,10 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\ainvalid\x18\x03 \x01(\x03R\ainvalid\x12\x15\n" +
 	"\x06ci_low\x18\x04 \x01(\x01R\x05ciLow\x12\x17\n" +
 	"\aci_high\x18\x05 \x01(\x01R\x06ciHigh\x12!\n" +
-	"\fdetails_json\x18\x06 \x01(\fR\vdetailsJson\"P\n" +
+	"\fdetails_json\x18\x06 \x01(\fR\vdetailsJson\"h\n" +
 	"\x11ScoreBatchRequest\x12;\n" +
-	"\brequests\x18\x01 \x03(\v2\x1f.hayloft.plugin.v1.ScoreRequestR\brequests\"{\n" +
+	"\brequests\x18\x01 \x03(\v2\x1f.hayloft.plugin.v1.ScoreRequestR\brequests\x12\x16\n" +
+	"\x06packed\x18\x02 \x01(\fR\x06packed\"{\n" +
 	"\vScoreResult\x12<\n" +
 	"\bresponse\x18\x01 \x01(\v2 .hayloft.plugin.v1.ScoreResponseR\bresponse\x12.\n" +
 	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\"N\n" +

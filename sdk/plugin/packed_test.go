@@ -1,0 +1,118 @@
+package plugin
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/hayloft/hayloft/sdk"
+)
+
+// Only samples of an id, targets and a language travel packed.
+func TestPackable(t *testing.T) {
+	for _, tc := range []struct {
+		sample *sdk.Sample
+		want   bool
+	}{
+		{nil, false},
+		{&sdk.Sample{}, true},
+		{&sdk.Sample{ID: "line 1", Targets: []string{"a", "b"}, Language: "zh"}, true},
+		{&sdk.Sample{ID: "x", Context: "c"}, false},
+		{&sdk.Sample{ID: "x", Choices: []string{}}, false},
+		{&sdk.Sample{ID: "x", Metadata: map[string]any{"references": map[string]any{}}}, false},
+		{&sdk.Sample{ID: "x", Length: sdk.Length{Tokens: 3}}, false},
+		{&sdk.Sample{ID: "x", Grid: &sdk.GridPoint{}}, false},
+		{&sdk.Sample{ID: "x", Window: 8}, false},
+	} {
+		if got := packable(&sdk.ScoreRequest{Sample: tc.sample}); got != tc.want {
+			t.Errorf("packable(%+v) = %v, want %v", tc.sample, got, tc.want)
+		}
+	}
+}
+
+// A packed batch decodes to the requests it was made of, flags, empty
+// strings, no targets and non-ASCII text included.
+func TestPackedRoundTrip(t *testing.T) {
+	reqs := []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "line 1", Targets: []string{"the cat", "a cat"}}, Prediction: "the cat"},
+		{Sample: &sdk.Sample{ID: "", Language: "zh"}, Prediction: "", ForAggregate: true},
+		{Sample: &sdk.Sample{ID: "été", Targets: []string{"", "中文"}}, Prediction: "x\x00y", ScoreObject: true},
+		{Sample: &sdk.Sample{ID: string(make([]byte, 300)), Targets: []string{string(make([]byte, 70000))}}, ForAggregate: true, ScoreObject: true},
+	}
+	got, err := unpackScoreRequests(packScoreRequests(reqs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(reqs) {
+		t.Fatalf("%d requests, want %d", len(got), len(reqs))
+	}
+	for i, want := range reqs {
+		if !reflect.DeepEqual(&got[i], want) {
+			t.Errorf("request %d: got %+v, want %+v", i, got[i], *want)
+		}
+	}
+}
+
+// A packed batch that is cut short or holds text that is not UTF-8 is an
+// error, never a panic or a wrong request.
+func TestUnpackBad(t *testing.T) {
+	good := packScoreRequests([]*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a", Targets: []string{"bc", "d"}}, Prediction: "ef"}})
+	for n := 1; n < len(good); n++ {
+		if reqs, err := unpackScoreRequests(good[:n]); err == nil {
+			t.Errorf("cut at %d of %d: no error (%+v)", n, len(good), reqs)
+		}
+	}
+	bad := packScoreRequests([]*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a", Targets: []string{"b\xff"}}}})
+	if _, err := unpackScoreRequests(bad); err == nil {
+		t.Error("a target that is not UTF-8: no error")
+	}
+	bad = packScoreRequests([]*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a"}, Prediction: "\xc3"}})
+	if _, err := unpackScoreRequests(bad); err == nil {
+		t.Error("a prediction that is not UTF-8: no error")
+	}
+}
+
+// A served scorer answers a packed batch as it answers the same requests
+// as messages: a batch of plain samples goes packed, one with a richer
+// sample goes as messages, and both give the same results.
+func TestPackedBatchServed(t *testing.T) {
+	set := sdk.NewSet("packtest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	if !sc.Info().Serves(FeaturePackedScoreBatch) {
+		t.Fatalf("features %v: no %s", sc.Info().Features, FeaturePackedScoreBatch)
+	}
+	plain := []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "s0", Targets: []string{"t"}}, Prediction: "xx", ScoreObject: true},
+		{Sample: &sdk.Sample{ID: "s1"}, Prediction: "fail"},
+		{Sample: &sdk.Sample{ID: "s2", Language: "en"}, Prediction: "xyz"},
+	}
+	rich := append(plain[:3:3], &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "s3", Context: "c"}, Prediction: "q"})
+	if !allPackable(plain) || allPackable(rich) {
+		t.Fatal("the batches do not cover both forms")
+	}
+	ctx := context.Background()
+	packed, err := sc.ScoreBatch(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages, err := sc.ScoreBatch(ctx, rich)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range packed {
+		m := messages[i]
+		if (p.Err != nil) != (m.Err != nil) || (p.Err == nil && (p.Response.Value != m.Response.Value ||
+			string(p.ScoreJSON) != string(m.ScoreJSON) || string(p.DetailsJSON) != string(m.DetailsJSON))) {
+			t.Errorf("request %d: packed %+v %s %s %v, as messages %+v %s %s %v", i,
+				p.Response, p.ScoreJSON, p.DetailsJSON, p.Err, m.Response, m.ScoreJSON, m.DetailsJSON, m.Err)
+		}
+	}
+	if r := packed[0]; r.Err != nil || string(r.ScoreJSON) != `{"invalid":false,"own":"s0","value":2}` {
+		t.Errorf("packed score object: %s, %v", r.ScoreJSON, r.Err)
+	}
+	if packed[1].Err == nil {
+		t.Error("packed failing request: no error")
+	}
+}
