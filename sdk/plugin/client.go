@@ -413,10 +413,20 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		s.scoreEach(ctx, p.Requests, sent, results)
 		return results, nil
 	}
+	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
+	if b := resp.GetPacked(); len(b) > 0 {
+		got := make([]ScoreResult, len(sent))
+		if err := unpackScoreResults(b, got, resps); err != nil {
+			return nil, fmt.Errorf("plugin's answer to a batch of %d scores: %w", len(sent), err)
+		}
+		for k, r := range got {
+			results[sent[k]] = r
+		}
+		return results, nil
+	}
 	if len(resp.GetResults()) != len(sent) {
 		return nil, fmt.Errorf("plugin answered %d of %d scores in a batch", len(resp.GetResults()), len(sent))
 	}
-	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
 	for k, r := range resp.GetResults() {
 		results[sent[k]] = scoreResultInto(r, &resps[k])
 	}

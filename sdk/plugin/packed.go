@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"unicode/utf8"
 	"unsafe"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/hayloft/hayloft/sdk"
+	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
 )
 
 // A packed score batch (ScoreBatchRequest.packed, FeaturePackedScoreBatch)
@@ -142,3 +144,108 @@ func packedString(b []byte) (s string, rest []byte, n int) {
 	v := b[n : n+int(l)]
 	return unsafe.String(unsafe.SliceData(v), len(v)), b[n+int(l):], n
 }
+
+// The results of a packed batch whose requests all succeeded go back
+// packed too (ScoreBatchResponse.packed): per result a varint of flags,
+// the value's 8 bytes, the details as length-prefixed bytes, a varint
+// count of stats and their 8 bytes each. The host then decodes the batch
+// with one copy and an array of numbers instead of two messages, a
+// details copy and a stats slice per result.
+const (
+	packedInvalid = 1 << iota
+	packedObject
+)
+
+// packScoreResults is the packed form of results, or nil when one of them
+// is an error (errors travel as messages).
+func packScoreResults(results []*pb.ScoreResult) []byte {
+	size := 0
+	for _, r := range results {
+		p := r.GetResponse()
+		if r.GetError() != nil || p == nil {
+			return nil
+		}
+		size += 1 + 8 + maxVarint + len(p.GetDetailsJson()) + maxVarint + 8*len(p.GetStats())
+	}
+	b := make([]byte, 0, size)
+	for _, r := range results {
+		p := r.GetResponse()
+		var flags uint64
+		if p.GetInvalid() {
+			flags |= packedInvalid
+		}
+		if p.GetScoreObject() {
+			flags |= packedObject
+		}
+		b = protowire.AppendVarint(b, flags)
+		b = protowire.AppendFixed64(b, math.Float64bits(p.GetValue()))
+		b = protowire.AppendBytes(b, p.GetDetailsJson())
+		b = protowire.AppendVarint(b, uint64(len(p.GetStats())))
+		for _, v := range p.GetStats() {
+			b = protowire.AppendFixed64(b, math.Float64bits(v))
+		}
+	}
+	return b
+}
+
+// unpackScoreResults decodes want packed results into results, their
+// responses in resps (want of each). Details share b's memory, which is
+// never written again; the stats of all share one array.
+func unpackScoreResults(b []byte, results []ScoreResult, resps []sdk.ScoreResponse) error {
+	want := len(results)
+	var stats []float64
+	type span struct{ res, start, end int }
+	var spans []span
+	for k := range want {
+		flags, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return fmt.Errorf("result %d: %w", k, errPackedResults)
+		}
+		b = b[n:]
+		bits, n := protowire.ConsumeFixed64(b)
+		if n < 0 {
+			return fmt.Errorf("result %d: %w", k, errPackedResults)
+		}
+		b = b[n:]
+		details, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return fmt.Errorf("result %d: %w", k, errPackedResults)
+		}
+		b = b[n:]
+		count, n := protowire.ConsumeVarint(b)
+		if n < 0 || count > uint64(len(b)-n)/8 {
+			return fmt.Errorf("result %d: %w", k, errPackedResults)
+		}
+		b = b[n:]
+		start := len(stats)
+		for range count {
+			v, _ := protowire.ConsumeFixed64(b)
+			b = b[8:]
+			stats = append(stats, math.Float64frombits(v))
+		}
+		if count > 0 {
+			spans = append(spans, span{k, start, len(stats)})
+		}
+		resps[k] = sdk.ScoreResponse{Value: math.Float64frombits(bits), Invalid: flags&packedInvalid != 0}
+		if len(details) == 0 {
+			details = nil // as a message's absent bytes field reads
+		} else {
+			details = details[:len(details):len(details)]
+		}
+		results[k] = ScoreResult{Response: &resps[k]}
+		if flags&packedObject != 0 {
+			results[k].ScoreJSON = details
+		} else {
+			results[k].DetailsJSON = details
+		}
+	}
+	if len(b) > 0 {
+		return fmt.Errorf("%d bytes after %d results: %w", len(b), want, errPackedResults)
+	}
+	for _, s := range spans {
+		resps[s.res].Stats = stats[s.start:s.end:s.end]
+	}
+	return nil
+}
+
+var errPackedResults = errors.New("packed score results: truncated or too long")

@@ -2,10 +2,12 @@ package plugin
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
+	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
 )
 
 // Only samples of an id, targets and a language travel packed.
@@ -114,5 +116,50 @@ func TestPackedBatchServed(t *testing.T) {
 	}
 	if packed[1].Err == nil {
 		t.Error("packed failing request: no error")
+	}
+	// Without a failure the answer comes packed too, and reads the same.
+	ok := []*sdk.ScoreRequest{plain[0], plain[2]}
+	packed, err = sc.ScoreBatch(ctx, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, i := range []int{0, 2} {
+		p, m := packed[k], messages[i]
+		if p.Err != nil || p.Response.Value != m.Response.Value || string(p.ScoreJSON) != string(m.ScoreJSON) || string(p.DetailsJSON) != string(m.DetailsJSON) {
+			t.Errorf("request %d: packed answer %+v %s %s %v, as messages %+v %s %s", i, p.Response, p.ScoreJSON, p.DetailsJSON, p.Err, m.Response, m.ScoreJSON, m.DetailsJSON)
+		}
+	}
+}
+
+// Packed results decode to what the messages they were made of read as,
+// and a packed answer cut short or too long is an error.
+func TestPackedResults(t *testing.T) {
+	msgs := []*pb.ScoreResult{
+		{Response: &pb.ScoreResponse{Value: 0.5, DetailsJson: []byte(`{"a":1}`), Stats: []float64{1, 2, 3}}},
+		{Response: &pb.ScoreResponse{Value: math.Inf(-1), Invalid: true}},
+		{Response: &pb.ScoreResponse{Value: 2, DetailsJson: []byte(`{"invalid":false,"value":2}`), ScoreObject: true, Stats: []float64{-0.0}}},
+	}
+	b := packScoreResults(msgs)
+	got := make([]ScoreResult, len(msgs))
+	resps := make([]sdk.ScoreResponse, len(msgs))
+	if err := unpackScoreResults(b, got, resps); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range msgs {
+		want := scoreResultFromProto(m)
+		if !reflect.DeepEqual(got[i], want) {
+			t.Errorf("result %d: got %+v %+v, want %+v %+v", i, got[i], *got[i].Response, want, *want.Response)
+		}
+	}
+	for n := range len(b) {
+		if err := unpackScoreResults(b[:n], make([]ScoreResult, len(msgs)), make([]sdk.ScoreResponse, len(msgs))); err == nil {
+			t.Errorf("cut at %d of %d: no error", n, len(b))
+		}
+	}
+	if err := unpackScoreResults(append(b, 0), got, resps); err == nil {
+		t.Error("a byte too many: no error")
+	}
+	if packScoreResults(append(msgs, &pb.ScoreResult{Error: &pb.Error{Message: "x"}})) != nil {
+		t.Error("results with an error packed")
 	}
 }

@@ -530,6 +530,11 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 	}
 	work()
 	wg.Wait()
+	if unpacked != nil {
+		if packed := packScoreResults(results); packed != nil {
+			return &pb.ScoreBatchResponse{Packed: packed}, nil
+		}
+	}
 	return &pb.ScoreBatchResponse{Results: results}, nil
 }
 

@@ -1869,8 +1869,14 @@ func (x *ScoreResult) GetError() *Error {
 }
 
 type ScoreBatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Results       []*ScoreResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Results []*ScoreResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// packed answers a packed ScoreBatchRequest whose requests all
+	// succeeded, in one field instead of results: per result, in order, a
+	// varint of flags (1: invalid, 2: score_object), the value as 8 bytes
+	// (IEEE 754, little-endian), details_json as a varint length and its
+	// bytes, and a varint count of stats and each as 8 bytes.
+	Packed        []byte `protobuf:"bytes,2,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1908,6 +1914,13 @@ func (*ScoreBatchResponse) Descriptor() ([]byte, []int) {
 func (x *ScoreBatchResponse) GetResults() []*ScoreResult {
 	if x != nil {
 		return x.Results
+	}
+	return nil
+}
+
+func (x *ScoreBatchResponse) GetPacked() []byte {
+	if x != nil {
+		return x.Packed
 	}
 	return nil
 }
@@ -2840,9 +2853,10 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x06packed\x18\x02 \x01(\fR\x06packed\"{\n" +
 	"\vScoreResult\x12<\n" +
 	"\bresponse\x18\x01 \x01(\v2 .hayloft.plugin.v1.ScoreResponseR\bresponse\x12.\n" +
-	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\"N\n" +
+	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\"f\n" +
 	"\x12ScoreBatchResponse\x128\n" +
-	"\aresults\x18\x01 \x03(\v2\x1e.hayloft.plugin.v1.ScoreResultR\aresults\"D\n" +
+	"\aresults\x18\x01 \x03(\v2\x1e.hayloft.plugin.v1.ScoreResultR\aresults\x12\x16\n" +
+	"\x06packed\x18\x02 \x01(\fR\x06packed\"D\n" +
 	"\x0fRetrieveRequest\x121\n" +
 	"\x06sample\x18\x01 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\"E\n" +
 	"\x05Chunk\x12\x0e\n" +
