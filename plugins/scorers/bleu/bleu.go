@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -424,6 +425,8 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, fields []jsonField) ([]byte
 		own[1] = jsonField{key: `"value":`, nums: []float64{resp.Value}}
 		nOwn = 2
 	}
+	var written [8]writtenNum // single numbers written so far
+	nWritten := 0
 	b = append(b, '{')
 	first, next := true, 0
 	for i := 0; i < len(fields) || next < nOwn; {
@@ -458,6 +461,25 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, fields []jsonField) ([]byte
 		if f.list {
 			b = append(b, '[')
 		}
+		if !f.list && len(f.nums) == 1 {
+			// A number already written (the score is the value) is
+			// copied rather than formatted again.
+			v := math.Float64bits(f.nums[0])
+			if k := slices.IndexFunc(written[:nWritten], func(w writtenNum) bool { return w.bits == v }); k >= 0 {
+				b = append(b, b[written[k].start:written[k].end]...)
+				continue
+			}
+			start := len(b)
+			var ok bool
+			if b, ok = jsonstr.AppendFloat(b, f.nums[0]); !ok {
+				return b, false
+			}
+			if nWritten < len(written) {
+				written[nWritten] = writtenNum{v, start, len(b)}
+				nWritten++
+			}
+			continue
+		}
 		for j, v := range f.nums {
 			if j > 0 {
 				b = append(b, ',')
@@ -472,6 +494,12 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, fields []jsonField) ([]byte
 		}
 	}
 	return append(b, '}'), true
+}
+
+// writtenNum is a number appendFields wrote, as its bits and where.
+type writtenNum struct {
+	bits       uint64
+	start, end int
 }
 
 // fieldName is a jsonField's key without its quotes and colon.
