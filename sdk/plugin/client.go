@@ -370,13 +370,24 @@ func (r ScoreResult) Details() (map[string]any, error) {
 // request, concurrently, over the Calls stream.
 func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest) ([]ScoreResult, error) {
 	results := make([]ScoreResult, len(reqs))
+	answered := false // the plugin answered the batch
 	s.batchMu.Lock()
 	noBatch := s.noBatch
 	s.batchMu.Unlock()
 	var p *pb.ScoreBatchRequest
 	var sent []int // index in reqs of each request sent
 	if !noBatch && s.info.Serves(FeaturePackedScoreBatch) && len(reqs) > 0 && allPackable(reqs) {
-		p = &pb.ScoreBatchRequest{Packed: packScoreRequests(reqs)}
+		buf := packBufs.Get().(*[]byte)
+		*buf = packScoreRequests((*buf)[:0], reqs)
+		p = &pb.ScoreBatchRequest{Packed: *buf}
+		defer func() {
+			// Only an answered batch was surely sent (copied) in full: a
+			// failed one may still sit in a queue, so its buffer is left
+			// to the collector.
+			if answered {
+				packBufs.Put(buf)
+			}
+		}()
 		sent = make([]int, len(reqs))
 		for i := range sent {
 			sent[i] = i
@@ -413,6 +424,7 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		s.scoreEach(ctx, p.Requests, sent, results)
 		return results, nil
 	}
+	answered = true
 	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
 	if b := resp.GetPacked(); len(b) > 0 {
 		got := make([]ScoreResult, len(sent))

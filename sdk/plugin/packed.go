@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -37,8 +39,13 @@ func packable(req *sdk.ScoreRequest) bool {
 	return reflect.ValueOf(&rest).Elem().IsZero()
 }
 
-// packScoreRequests is the packed form of reqs, which packable accepts.
-func packScoreRequests(reqs []*sdk.ScoreRequest) []byte {
+// packBufs holds the buffers of packed batches already sent: each is a
+// batch's worth of text, which fresh would cost its page faults again.
+var packBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// packScoreRequests appends the packed form of reqs, which packable
+// accepts, to b.
+func packScoreRequests(b []byte, reqs []*sdk.ScoreRequest) []byte {
 	size := 0
 	for _, r := range reqs {
 		size += 1 + 3*maxVarint + len(r.Sample.ID) + len(r.Prediction) + len(r.Sample.Language) + maxVarint
@@ -46,7 +53,7 @@ func packScoreRequests(reqs []*sdk.ScoreRequest) []byte {
 			size += maxVarint + len(t)
 		}
 	}
-	b := make([]byte, 0, size)
+	b = slices.Grow(b, size)
 	for _, r := range reqs {
 		var flags uint64
 		if r.ForAggregate {
@@ -217,6 +224,10 @@ func unpackScoreResults(b []byte, results []ScoreResult, resps []sdk.ScoreRespon
 			return fmt.Errorf("result %d: %w", k, errPackedResults)
 		}
 		b = b[n:]
+		if stats == nil && count > 0 {
+			// Results mostly have as many statistics as the first.
+			stats = make([]float64, 0, int(count)*(want-k))
+		}
 		start := len(stats)
 		for range count {
 			v, _ := protowire.ConsumeFixed64(b)

@@ -41,7 +41,7 @@ func TestPackedRoundTrip(t *testing.T) {
 		{Sample: &sdk.Sample{ID: "été", Targets: []string{"", "中文"}}, Prediction: "x\x00y", ScoreObject: true},
 		{Sample: &sdk.Sample{ID: string(make([]byte, 300)), Targets: []string{string(make([]byte, 70000))}}, ForAggregate: true, ScoreObject: true},
 	}
-	got, err := unpackScoreRequests(packScoreRequests(reqs))
+	got, err := unpackScoreRequests(packScoreRequests(nil, reqs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +58,17 @@ func TestPackedRoundTrip(t *testing.T) {
 // A packed batch that is cut short or holds text that is not UTF-8 is an
 // error, never a panic or a wrong request.
 func TestUnpackBad(t *testing.T) {
-	good := packScoreRequests([]*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a", Targets: []string{"bc", "d"}}, Prediction: "ef"}})
+	good := packScoreRequests(nil, []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a", Targets: []string{"bc", "d"}}, Prediction: "ef"}})
 	for n := 1; n < len(good); n++ {
 		if reqs, err := unpackScoreRequests(good[:n]); err == nil {
 			t.Errorf("cut at %d of %d: no error (%+v)", n, len(good), reqs)
 		}
 	}
-	bad := packScoreRequests([]*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a", Targets: []string{"b\xff"}}}})
+	bad := packScoreRequests(nil, []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a", Targets: []string{"b\xff"}}}})
 	if _, err := unpackScoreRequests(bad); err == nil {
 		t.Error("a target that is not UTF-8: no error")
 	}
-	bad = packScoreRequests([]*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a"}, Prediction: "\xc3"}})
+	bad = packScoreRequests(nil, []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a"}, Prediction: "\xc3"}})
 	if _, err := unpackScoreRequests(bad); err == nil {
 		t.Error("a prediction that is not UTF-8: no error")
 	}
