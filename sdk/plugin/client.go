@@ -425,10 +425,12 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		return results, nil
 	}
 	answered = true
-	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
 	if b := resp.GetPacked(); len(b) > 0 {
-		got := make([]ScoreResult, len(sent))
-		if err := unpackScoreResults(b, got, resps); err != nil {
+		got, err := unpackScoreResults(b)
+		if err == nil && len(got) != len(sent) {
+			err = fmt.Errorf("%d results", len(got))
+		}
+		if err != nil {
 			return nil, fmt.Errorf("plugin's answer to a batch of %d scores: %w", len(sent), err)
 		}
 		for k, r := range got {
@@ -436,6 +438,7 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		}
 		return results, nil
 	}
+	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
 	if len(resp.GetResults()) != len(sent) {
 		return nil, fmt.Errorf("plugin answered %d of %d scores in a batch", len(resp.GetResults()), len(sent))
 	}
@@ -546,6 +549,17 @@ func scoreResultInto(r *pb.ScoreResult, dst *sdk.ScoreResponse) ScoreResult {
 // sent back as they came instead of decoded and encoded again. Results with
 // an error are left out.
 func (s *ScorerClient) AggregateResults(ctx context.Context, results []ScoreResult) (*sdk.AggregateResponse, error) {
+	if s.info.Serves(FeaturePackedScoreBatch) {
+		b, err := packAggregateScores(results)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.c.Aggregate(ctx, &pb.AggregateRequest{Packed: b})
+		if err != nil {
+			return nil, fromStatus(ctx, err)
+		}
+		return aggregateResponseFromProto(resp)
+	}
 	p := &pb.AggregateRequest{Scores: make([]*pb.ScoreResponse, 0, len(results))}
 	msgs := make([]pb.ScoreResponse, len(results)) // one allocation, not one a score
 	for i, r := range results {

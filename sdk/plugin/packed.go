@@ -153,15 +153,40 @@ func packedString(b []byte) (s string, rest []byte, n int) {
 }
 
 // The results of a packed batch whose requests all succeeded go back
-// packed too (ScoreBatchResponse.packed): per result a varint of flags,
-// the value's 8 bytes, the details as length-prefixed bytes, a varint
-// count of stats and their 8 bytes each. The host then decodes the batch
-// with one copy and an array of numbers instead of two messages, a
-// details copy and a stats slice per result.
+// packed too (ScoreBatchResponse.packed), and so do the scores of an
+// aggregate to a plugin that takes packed batches (AggregateRequest.packed):
+// per result a varint of flags, the value's 8 bytes, the details as
+// length-prefixed bytes, a varint count of stats and their 8 bytes each.
+// The receiver then decodes them with one copy and an array of numbers
+// instead of two messages, a details copy and a stats slice per result.
 const (
 	packedInvalid = 1 << iota
 	packedObject
 )
+
+// packedResultSize bounds the packed size of one result.
+func packedResultSize(details []byte, stats []float64) int {
+	return 1 + 8 + maxVarint + len(details) + maxVarint + 8*len(stats)
+}
+
+// appendPackedResult appends one packed result.
+func appendPackedResult(b []byte, value float64, invalid, object bool, details []byte, stats []float64) []byte {
+	var flags uint64
+	if invalid {
+		flags |= packedInvalid
+	}
+	if object {
+		flags |= packedObject
+	}
+	b = protowire.AppendVarint(b, flags)
+	b = protowire.AppendFixed64(b, math.Float64bits(value))
+	b = protowire.AppendBytes(b, details)
+	b = protowire.AppendVarint(b, uint64(len(stats)))
+	for _, v := range stats {
+		b = protowire.AppendFixed64(b, math.Float64bits(v))
+	}
+	return b
+}
 
 // packScoreResults is the packed form of results, or nil when one of them
 // is an error (errors travel as messages).
@@ -172,61 +197,80 @@ func packScoreResults(results []*pb.ScoreResult) []byte {
 		if r.GetError() != nil || p == nil {
 			return nil
 		}
-		size += 1 + 8 + maxVarint + len(p.GetDetailsJson()) + maxVarint + 8*len(p.GetStats())
+		size += packedResultSize(p.GetDetailsJson(), p.GetStats())
 	}
 	b := make([]byte, 0, size)
 	for _, r := range results {
 		p := r.GetResponse()
-		var flags uint64
-		if p.GetInvalid() {
-			flags |= packedInvalid
-		}
-		if p.GetScoreObject() {
-			flags |= packedObject
-		}
-		b = protowire.AppendVarint(b, flags)
-		b = protowire.AppendFixed64(b, math.Float64bits(p.GetValue()))
-		b = protowire.AppendBytes(b, p.GetDetailsJson())
-		b = protowire.AppendVarint(b, uint64(len(p.GetStats())))
-		for _, v := range p.GetStats() {
-			b = protowire.AppendFixed64(b, math.Float64bits(v))
-		}
+		b = appendPackedResult(b, p.GetValue(), p.GetInvalid(), p.GetScoreObject(), p.GetDetailsJson(), p.GetStats())
 	}
 	return b
 }
 
-// unpackScoreResults decodes want packed results into results, their
-// responses in resps (want of each). Details share b's memory, which is
-// never written again; the stats of all share one array.
-func unpackScoreResults(b []byte, results []ScoreResult, resps []sdk.ScoreResponse) error {
-	want := len(results)
+// packAggregateScores is the packed form of the results an aggregate
+// reads: those without an error. A result's Details, when it has no JSON,
+// are encoded as ScoreBatch's client would send them.
+func packAggregateScores(results []ScoreResult) ([]byte, error) {
+	size := 0
+	for _, r := range results {
+		if r.Err == nil && r.Response != nil {
+			size += packedResultSize(r.DetailsJSON, r.Response.Stats) + len(r.ScoreJSON)
+		}
+	}
+	b := make([]byte, 0, size)
+	for _, r := range results {
+		if r.Err != nil || r.Response == nil {
+			continue
+		}
+		d, object := r.DetailsJSON, false
+		switch {
+		case d == nil && r.ScoreJSON != nil:
+			d, object = r.ScoreJSON, true
+		case d == nil && len(r.Response.Details) > 0:
+			var err error
+			if d, err = encodeMap("score details", r.Response.Details); err != nil {
+				return nil, err
+			}
+		}
+		b = appendPackedResult(b, r.Response.Value, r.Response.Invalid, object, d, r.Response.Stats)
+	}
+	return b, nil
+}
+
+// unpackScoreResults decodes packed results, their responses in one array.
+// Details share b's memory, which is never written again; the stats of all
+// share one array.
+func unpackScoreResults(b []byte) ([]ScoreResult, error) {
+	var results []ScoreResult
+	var resps []sdk.ScoreResponse
 	var stats []float64
 	type span struct{ res, start, end int }
 	var spans []span
-	for k := range want {
+	for k := 0; len(b) > 0; k++ {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {
-			return fmt.Errorf("result %d: %w", k, errPackedResults)
+			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
 		}
 		b = b[n:]
 		bits, n := protowire.ConsumeFixed64(b)
 		if n < 0 {
-			return fmt.Errorf("result %d: %w", k, errPackedResults)
+			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
 		}
 		b = b[n:]
 		details, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return fmt.Errorf("result %d: %w", k, errPackedResults)
+			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
 		}
 		b = b[n:]
 		count, n := protowire.ConsumeVarint(b)
 		if n < 0 || count > uint64(len(b)-n)/8 {
-			return fmt.Errorf("result %d: %w", k, errPackedResults)
+			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
 		}
 		b = b[n:]
 		if stats == nil && count > 0 {
-			// Results mostly have as many statistics as the first.
-			stats = make([]float64, 0, int(count)*(want-k))
+			// Results mostly have as many statistics as the first; a
+			// result takes 11 bytes at least.
+			stats = make([]float64, 0, int(count)*(len(b)/(11+8*int(count))+1))
 		}
 		start := len(stats)
 		for range count {
@@ -237,26 +281,26 @@ func unpackScoreResults(b []byte, results []ScoreResult, resps []sdk.ScoreRespon
 		if count > 0 {
 			spans = append(spans, span{k, start, len(stats)})
 		}
-		resps[k] = sdk.ScoreResponse{Value: math.Float64frombits(bits), Invalid: flags&packedInvalid != 0}
+		resps = append(resps, sdk.ScoreResponse{Value: math.Float64frombits(bits), Invalid: flags&packedInvalid != 0})
 		if len(details) == 0 {
 			details = nil // as a message's absent bytes field reads
 		} else {
 			details = details[:len(details):len(details)]
 		}
-		results[k] = ScoreResult{Response: &resps[k]}
+		r := ScoreResult{DetailsJSON: details}
 		if flags&packedObject != 0 {
-			results[k].ScoreJSON = details
-		} else {
-			results[k].DetailsJSON = details
+			r = ScoreResult{ScoreJSON: details}
 		}
+		results = append(results, r)
 	}
-	if len(b) > 0 {
-		return fmt.Errorf("%d bytes after %d results: %w", len(b), want, errPackedResults)
+	// Pointers and stats are set once the arrays stop moving.
+	for k := range results {
+		results[k].Response = &resps[k]
 	}
 	for _, s := range spans {
 		resps[s.res].Stats = stats[s.start:s.end:s.end]
 	}
-	return nil
+	return results, nil
 }
 
-var errPackedResults = errors.New("packed score results: truncated or too long")
+var errPackedResults = errors.New("packed score results: truncated")

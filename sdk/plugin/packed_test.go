@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -140,10 +141,12 @@ func TestPackedResults(t *testing.T) {
 		{Response: &pb.ScoreResponse{Value: 2, DetailsJson: []byte(`{"invalid":false,"value":2}`), ScoreObject: true, Stats: []float64{-0.0}}},
 	}
 	b := packScoreResults(msgs)
-	got := make([]ScoreResult, len(msgs))
-	resps := make([]sdk.ScoreResponse, len(msgs))
-	if err := unpackScoreResults(b, got, resps); err != nil {
+	got, err := unpackScoreResults(b)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(got) != len(msgs) {
+		t.Fatalf("%d results, want %d", len(got), len(msgs))
 	}
 	for i, m := range msgs {
 		want := scoreResultFromProto(m)
@@ -152,14 +155,52 @@ func TestPackedResults(t *testing.T) {
 		}
 	}
 	for n := range len(b) {
-		if err := unpackScoreResults(b[:n], make([]ScoreResult, len(msgs)), make([]sdk.ScoreResponse, len(msgs))); err == nil {
+		// A cut on a result's boundary reads as fewer results.
+		if got, err := unpackScoreResults(b[:n]); err == nil && len(got) == len(msgs) {
+			t.Errorf("cut at %d of %d: all %d results", n, len(b), len(got))
+		} else if err == nil && n != len(packScoreResults(msgs[:len(got)])) {
 			t.Errorf("cut at %d of %d: no error", n, len(b))
 		}
 	}
-	if err := unpackScoreResults(append(b, 0), got, resps); err == nil {
+	if _, err := unpackScoreResults(append(b, 0)); err == nil {
 		t.Error("a byte too many: no error")
 	}
 	if packScoreResults(append(msgs, &pb.ScoreResult{Error: &pb.Error{Message: "x"}})) != nil {
 		t.Error("results with an error packed")
+	}
+}
+
+// objectAggregator is objectScorer whose aggregate reads the details.
+type objectAggregator struct{ objectScorer }
+
+func (objectAggregator) Aggregate(_ context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	for _, s := range req.Scores {
+		if _, ok := s.Details["own"]; !ok || s.Details["value"] != nil || s.Details["invalid"] != nil || len(s.Stats) != 2 {
+			return nil, fmt.Errorf("want the details alone and the stats, got %+v", s)
+		}
+	}
+	return &sdk.AggregateResponse{N: len(req.Scores)}, nil
+}
+
+// Scores sent back packed for an aggregate reach an aggregator that reads
+// details with their details (a score object's without the response's
+// own fields) and their statistics.
+func TestPackedAggregate(t *testing.T) {
+	set := sdk.NewSet("packtest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectAggregator{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	ctx := context.Background()
+	results, err := sc.ScoreBatch(ctx, []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "s0"}, Prediction: "xx", ScoreObject: true},
+		{Sample: &sdk.Sample{ID: "s1"}, Prediction: "xyz"},
+		{Sample: &sdk.Sample{ID: "s2"}, Prediction: "fail"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg, err := sc.AggregateResults(ctx, results)
+	if err != nil || agg.N != 2 {
+		t.Fatalf("aggregate = %+v, %v; want 2 scores", agg, err)
 	}
 }

@@ -445,6 +445,25 @@ func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) 
 		return nil, toStatus(fmt.Errorf("scorer has no aggregator: %w", sdk.ErrUnsupported))
 	}
 	_, noDetails := ag.(sdk.StatsAggregator)
+	if b := req.GetPacked(); len(b) > 0 {
+		if len(req.GetScores()) > 0 {
+			return nil, toStatus(errors.New("aggregate: both scores and packed scores"))
+		}
+		results, err := unpackScoreResults(b)
+		if err != nil {
+			return nil, toStatus(fmt.Errorf("aggregate: %w", err))
+		}
+		scores := make([]*sdk.ScoreResponse, len(results))
+		for i, r := range results {
+			if !noDetails {
+				if r.Response.Details, err = r.Details(); err != nil {
+					return nil, toStatus(fmt.Errorf("score %d: %w", i, err))
+				}
+			}
+			scores[i] = r.Response
+		}
+		return sc.aggregate(ctx, ag, scores)
+	}
 	scores := make([]*sdk.ScoreResponse, len(req.GetScores()))
 	var slab []sdk.ScoreResponse // without details: one allocation for all
 	if noDetails {
@@ -460,6 +479,11 @@ func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) 
 			return nil, toStatus(fmt.Errorf("score %d: %w", i, err))
 		}
 	}
+	return sc.aggregate(ctx, ag, scores)
+}
+
+// aggregate is ag's aggregate of scores, as a message.
+func (sc scorerServer) aggregate(ctx context.Context, ag sdk.Aggregator, scores []*sdk.ScoreResponse) (*pb.AggregateResponse, error) {
 	resp, err := ag.Aggregate(ctx, &sdk.AggregateRequest{Scores: scores})
 	if err != nil {
 		return nil, toStatus(err)

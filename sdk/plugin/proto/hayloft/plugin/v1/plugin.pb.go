@@ -1627,8 +1627,13 @@ func (x *ScoreResponse) GetScoreObject() bool {
 }
 
 type AggregateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Scores        []*ScoreResponse       `protobuf:"bytes,1,rep,name=scores,proto3" json:"scores,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Scores []*ScoreResponse       `protobuf:"bytes,1,rep,name=scores,proto3" json:"scores,omitempty"`
+	// packed holds the scores in one field instead of scores, laid out as
+	// ScoreBatchResponse.packed (a score object's details with its
+	// score_object flag). Sent only to plugins that report the
+	// "score_batch.packed" feature.
+	Packed        []byte `protobuf:"bytes,2,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1666,6 +1671,13 @@ func (*AggregateRequest) Descriptor() ([]byte, []int) {
 func (x *AggregateRequest) GetScores() []*ScoreResponse {
 	if x != nil {
 		return x.Scores
+	}
+	return nil
+}
+
+func (x *AggregateRequest) GetPacked() []byte {
+	if x != nil {
+		return x.Packed
 	}
 	return nil
 }
@@ -2838,9 +2850,10 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\ainvalid\x18\x02 \x01(\bR\ainvalid\x12!\n" +
 	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson\x12\x14\n" +
 	"\x05stats\x18\x04 \x03(\x01R\x05stats\x12!\n" +
-	"\fscore_object\x18\x05 \x01(\bR\vscoreObject\"L\n" +
+	"\fscore_object\x18\x05 \x01(\bR\vscoreObject\"d\n" +
 	"\x10AggregateRequest\x128\n" +
-	"\x06scores\x18\x01 \x03(\v2 .hayloft.plugin.v1.ScoreResponseR\x06scores\"\xa4\x01\n" +
+	"\x06scores\x18\x01 \x03(\v2 .hayloft.plugin.v1.ScoreResponseR\x06scores\x12\x16\n" +
+	"\x06packed\x18\x02 \x01(\fR\x06packed\"\xa4\x01\n" +
 	"\x11AggregateResponse\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x18\n" +
