@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"sync"
 	"unicode/utf8"
@@ -30,13 +29,12 @@ const (
 
 // packable reports whether req can travel packed: a sample of an id,
 // targets and a language and nothing else.
+// TestPackableSeesEveryField holds it to every field of sdk.Sample.
 func packable(req *sdk.ScoreRequest) bool {
-	if req.Sample == nil {
-		return false
-	}
-	rest := *req.Sample
-	rest.ID, rest.Targets, rest.Language = "", nil, ""
-	return reflect.ValueOf(&rest).Elem().IsZero()
+	s := req.Sample
+	return s != nil && s.Context == "" && s.Question == "" && s.Messages == nil && s.Choices == nil &&
+		s.Length == (sdk.Length{}) && math.Float64bits(s.Depth) == 0 && s.Subtask == "" && s.Grid == nil &&
+		s.MaxNewTokens == 0 && s.Window == 0 && s.Metadata == nil
 }
 
 // packBufs holds the buffers of packed batches already sent: each is a

@@ -33,6 +33,40 @@ func TestPackable(t *testing.T) {
 	}
 }
 
+// packable looks at every field of a sample: one that is set and not the
+// id, targets or language keeps the sample from traveling packed. A field
+// added to sdk.Sample fails here until packable knows it.
+func TestPackableSeesEveryField(t *testing.T) {
+	typ := reflect.TypeFor[sdk.Sample]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		s := sdk.Sample{}
+		v := reflect.ValueOf(&s).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Int, reflect.Int64:
+			v.SetInt(1)
+		case reflect.Float64:
+			v.SetFloat(math.Copysign(0, -1)) // even -0 is not the zero value
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(f.Type, 0, 0))
+		case reflect.Map:
+			v.Set(reflect.MakeMap(f.Type))
+		case reflect.Pointer:
+			v.Set(reflect.New(f.Type.Elem()))
+		case reflect.Struct:
+			v.Field(0).Set(reflect.ValueOf(1).Convert(f.Type.Field(0).Type))
+		default:
+			t.Fatalf("field %s: kind %s not covered by this test", f.Name, v.Kind())
+		}
+		want := f.Name == "ID" || f.Name == "Targets" || f.Name == "Language"
+		if got := packable(&sdk.ScoreRequest{Sample: &s}); got != want {
+			t.Errorf("sample with %s set: packable = %v, want %v", f.Name, got, want)
+		}
+	}
+}
+
 // A packed batch decodes to the requests it was made of, flags, empty
 // strings, no targets and non-ASCII text included.
 func TestPackedRoundTrip(t *testing.T) {
