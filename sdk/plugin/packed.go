@@ -17,7 +17,7 @@ import (
 
 // A packed score batch (ScoreBatchRequest.packed, FeaturePackedScoreBatch)
 // carries requests whose samples hold only an id, targets and a language:
-// a varint of flags, the id, prediction and language as length-prefixed
+// a varint count of requests, then per request a varint of flags, the id, prediction and language as length-prefixed
 // bytes, a varint count of targets and the targets. A batch of such
 // requests crosses as one bytes field, which each side copies once,
 // instead of two messages and a few strings per request that the plugin
@@ -51,7 +51,8 @@ func packScoreRequests(b []byte, reqs []*sdk.ScoreRequest) []byte {
 			size += maxVarint + len(t)
 		}
 	}
-	b = slices.Grow(b, size)
+	b = slices.Grow(b, size+maxVarint)
+	b = protowire.AppendVarint(b, uint64(len(reqs)))
 	for _, r := range reqs {
 		var flags uint64
 		if r.ForAggregate {
@@ -75,20 +76,24 @@ func packScoreRequests(b []byte, reqs []*sdk.ScoreRequest) []byte {
 // maxVarint bounds the length of a varint.
 const maxVarint = 10
 
-var errPacked = errors.New("packed score batch: truncated")
+var errPacked = errors.New("packed score batch: truncated or too long")
 
 // unpackScoreRequests decodes a packed batch into requests and their
 // samples. Their strings share b's memory, which is never written again
 // (the decoded message's own copy); each is checked to be UTF-8 as a
 // protobuf string would be.
 func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
-	var reqs []sdk.ScoreRequest
-	var samples []sdk.Sample
-	var targets []string // one slice for every request's targets
+	count, n := protowire.ConsumeVarint(b)
+	if n < 0 || count > uint64(len(b)-n)/5 { // a request takes 5 bytes at least
+		return nil, errPacked
+	}
+	b = b[n:]
+	reqs := make([]sdk.ScoreRequest, 0, count)
+	samples := make([]sdk.Sample, 0, count)
+	targets := make([]string, 0, count) // one slice for every request's targets
 	type span struct{ req, start, end int }
 	var spans []span
-	for len(b) > 0 {
-		k := len(reqs)
+	for k := range int(count) {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {
 			return nil, fmt.Errorf("request %d: %w", k, errPacked)
@@ -100,13 +105,13 @@ func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
 				return nil, fmt.Errorf("request %d: %w", k, errPacked)
 			}
 		}
-		count, n := protowire.ConsumeVarint(b)
-		if n < 0 || count > uint64(len(b)) { // each target takes a byte at least
+		nt, n := protowire.ConsumeVarint(b)
+		if n < 0 || nt > uint64(len(b)) { // each target takes a byte at least
 			return nil, fmt.Errorf("request %d: %w", k, errPacked)
 		}
 		b = b[n:]
 		start := len(targets)
-		for range count {
+		for range nt {
 			var t string
 			if t, b, n = packedString(b); n < 0 {
 				return nil, fmt.Errorf("request %d: %w", k, errPacked)
@@ -125,9 +130,12 @@ func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
 		}
 		samples = append(samples, sdk.Sample{ID: strs[0], Language: strs[2]})
 		reqs = append(reqs, sdk.ScoreRequest{Prediction: strs[1], ForAggregate: flags&packedForAggregate != 0, ScoreObject: flags&packedScoreObject != 0})
-		if count > 0 {
+		if nt > 0 {
 			spans = append(spans, span{k, start, len(targets)})
 		}
+	}
+	if len(b) > 0 {
+		return nil, fmt.Errorf("%d bytes after %d requests: %w", len(b), count, errPacked)
 	}
 	// Pointers and target slices are set once the slabs stop moving.
 	for i := range reqs {
@@ -153,7 +161,7 @@ func packedString(b []byte) (s string, rest []byte, n int) {
 // The results of a packed batch whose requests all succeeded go back
 // packed too (ScoreBatchResponse.packed), and so do the scores of an
 // aggregate to a plugin that takes packed batches (AggregateRequest.packed):
-// per result a varint of flags, the value's 8 bytes, the details as
+// a varint count of results, then per result a varint of flags, the value's 8 bytes, the details as
 // length-prefixed bytes, a varint count of stats and their 8 bytes each.
 // The receiver then decodes them with one copy and an array of numbers
 // instead of two messages, a details copy and a stats slice per result.
@@ -197,7 +205,8 @@ func packScoreResults(results []*pb.ScoreResult) []byte {
 		}
 		size += packedResultSize(p.GetDetailsJson(), p.GetStats())
 	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, size+maxVarint)
+	b = protowire.AppendVarint(b, uint64(len(results)))
 	for _, r := range results {
 		p := r.GetResponse()
 		b = appendPackedResult(b, p.GetValue(), p.GetInvalid(), p.GetScoreObject(), p.GetDetailsJson(), p.GetStats())
@@ -209,13 +218,15 @@ func packScoreResults(results []*pb.ScoreResult) []byte {
 // reads: those without an error. A result's Details, when it has no JSON,
 // are encoded as ScoreBatch's client would send them.
 func packAggregateScores(results []ScoreResult) ([]byte, error) {
-	size := 0
+	size, n := 0, 0
 	for _, r := range results {
 		if r.Err == nil && r.Response != nil {
 			size += packedResultSize(r.DetailsJSON, r.Response.Stats) + len(r.ScoreJSON)
+			n++
 		}
 	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, size+maxVarint)
+	b = protowire.AppendVarint(b, uint64(n))
 	for _, r := range results {
 		if r.Err != nil || r.Response == nil {
 			continue
@@ -239,12 +250,17 @@ func packAggregateScores(results []ScoreResult) ([]byte, error) {
 // Details share b's memory, which is never written again; the stats of all
 // share one array.
 func unpackScoreResults(b []byte) ([]ScoreResult, error) {
-	var results []ScoreResult
-	var resps []sdk.ScoreResponse
+	want, n := protowire.ConsumeVarint(b)
+	if n < 0 || want > uint64(len(b)-n)/11 { // a result takes 11 bytes at least
+		return nil, errPackedResults
+	}
+	b = b[n:]
+	results := make([]ScoreResult, 0, want)
+	resps := make([]sdk.ScoreResponse, 0, want)
 	var stats []float64
 	type span struct{ res, start, end int }
 	var spans []span
-	for k := 0; len(b) > 0; k++ {
+	for k := range int(want) {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {
 			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
@@ -266,9 +282,8 @@ func unpackScoreResults(b []byte) ([]ScoreResult, error) {
 		}
 		b = b[n:]
 		if stats == nil && count > 0 {
-			// Results mostly have as many statistics as the first; a
-			// result takes 11 bytes at least.
-			stats = make([]float64, 0, int(count)*(len(b)/(11+8*int(count))+1))
+			// Results mostly have as many statistics as the first.
+			stats = make([]float64, 0, int(count)*(int(want)-k))
 		}
 		start := len(stats)
 		for range count {
@@ -291,6 +306,9 @@ func unpackScoreResults(b []byte) ([]ScoreResult, error) {
 		}
 		results = append(results, r)
 	}
+	if len(b) > 0 {
+		return nil, fmt.Errorf("%d bytes after %d results: %w", len(b), want, errPackedResults)
+	}
 	// Pointers and stats are set once the arrays stop moving.
 	for k := range results {
 		results[k].Response = &resps[k]
@@ -301,4 +319,4 @@ func unpackScoreResults(b []byte) ([]ScoreResult, error) {
 	return results, nil
 }
 
-var errPackedResults = errors.New("packed score results: truncated")
+var errPackedResults = errors.New("packed score results: truncated or too long")

@@ -1773,8 +1773,8 @@ type ScoreBatchRequest struct {
 	// requests whose samples hold only an id, targets and a language (what
 	// `hayloft score` sends): one copy on each side instead of a message and
 	// a few strings per request. Sent only to plugins that report the
-	// "score_batch.packed" feature. Each request, in order: a varint of
-	// flags (1: for_aggregate, 2: score_object), then the sample's id, the
+	// "score_batch.packed" feature. A varint count of requests, then each
+	// request, in order: a varint of flags (1: for_aggregate, 2: score_object), then the sample's id, the
 	// prediction and the sample's language, each a varint length and that
 	// many bytes of UTF-8, then a varint count of targets and each target
 	// the same way.
@@ -1884,8 +1884,8 @@ type ScoreBatchResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Results []*ScoreResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
 	// packed answers a packed ScoreBatchRequest whose requests all
-	// succeeded, in one field instead of results: per result, in order, a
-	// varint of flags (1: invalid, 2: score_object), the value as 8 bytes
+	// succeeded, in one field instead of results: a varint count of
+	// results, then per result, in order, a varint of flags (1: invalid, 2: score_object), the value as 8 bytes
 	// (IEEE 754, little-endian), details_json as a varint length and its
 	// bytes, and a varint count of stats and each as 8 bytes.
 	Packed        []byte `protobuf:"bytes,2,opt,name=packed,proto3" json:"packed,omitempty"`
