@@ -116,6 +116,13 @@ type ScoreRequest struct {
 	// details (a StatsAggregator, or a scorer aggregated by the mean) may
 	// leave them out and save building them, once per sample.
 	ForAggregate bool `json:"for_aggregate,omitempty"`
+	// ScoreObject says the caller writes the score as one JSON object:
+	// the details with "invalid" and "value" among them, keys in
+	// json.Marshal's order (`hayloft score`'s per-line output). A plugin
+	// whose scorer can write that object itself sends it whole
+	// (plugin.ScoreResult.ScoreJSON), so the caller does not merge the
+	// two into the details line by line. Scorers may ignore it.
+	ScoreObject bool `json:"score_object,omitempty"`
 }
 
 // NeedTargets reports a request that a scorer comparing the prediction

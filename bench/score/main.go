@@ -119,6 +119,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		rows = append(rows, r)
 	}
+	// Where the score rows' CPU goes, without targets of their own: the
+	// fixed start (two processes and their handshake, paid by every run)
+	// and the protocol alone (exact does next to nothing per line).
+	one := []byte(`{"prediction": "a b c", "references": ["a b c"]}` + "\n")
+	for _, c := range []struct {
+		path  string
+		input []byte
+		args  []string
+	}{
+		{"  of which: start (one-line input, --scorer bleu)", one, []string{"score", "--scorer", "bleu"}},
+		{"  of which: protocol (--scorer exact, bleu_pairs.jsonl)", nil, []string{"score", "--scorer", "exact"}},
+	} {
+		fmt.Fprintf(stderr, "%s ...\n", strings.TrimSpace(c.path))
+		in := c.input
+		if in == nil {
+			if in, err = os.ReadFile(bleu); err != nil {
+				return fmt.Errorf("%s: %w (give -shared)", c.path, err)
+			}
+		}
+		m, err := measure(ctx, s, in, c.args...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.path, err)
+		}
+		rows = append(rows, row{path: c.path, measured: fmt.Sprintf("%s wall, %s CPU", ms(m.wall), ms(m.cpu)), target: "-", gap: "-"})
+	}
 	for _, enc := range []string{"cl100k_base", "o200k_base"} {
 		for _, c := range []struct{ what, in string }{{"empty input", ""}, {"one word", "hello"}} {
 			path := fmt.Sprintf("hayloft tokens --encoding %s, %s", enc, c.what)

@@ -162,3 +162,19 @@ func TestScannerLongStrings(t *testing.T) {
 		checkScan(t, []byte(b.String()))
 	}
 }
+
+// A score object the plugin wrote whole is written as it came; anything
+// but an object is an error, not a broken output line.
+func TestAppendScoreObject(t *testing.T) {
+	obj := `{"bp":1,"invalid":false,"value":0.5}`
+	r := plugin.ScoreResult{Response: &sdk.ScoreResponse{Value: 0.5}, ScoreJSON: []byte(obj)}
+	if got, err := appendScore([]byte("x"), r); err != nil || string(got) != "x"+obj {
+		t.Errorf("appendScore = %s, %v; want x%s", got, err, obj)
+	}
+	for _, bad := range []string{``, `[]`, `{`, `1`} {
+		r.ScoreJSON = []byte(bad)
+		if _, err := appendScore(nil, r); err == nil {
+			t.Errorf("score object %q written without error", bad)
+		}
+	}
+}

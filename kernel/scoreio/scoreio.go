@@ -465,8 +465,9 @@ func (it *item) parse(slab *[]field, aggregate bool) error {
 	if sample.ID == "" {
 		sample.ID = "line " + strconv.Itoa(it.lineNo)
 	}
-	// With aggregate the line's score is never written, only aggregated.
-	it.req = sdk.ScoreRequest{Sample: sample, Prediction: pred, ForAggregate: aggregate}
+	// With aggregate the line's score is never written, only aggregated;
+	// else it is written as one object, which a plugin may send whole.
+	it.req = sdk.ScoreRequest{Sample: sample, Prediction: pred, ForAggregate: aggregate, ScoreObject: !aggregate}
 	return nil
 }
 
@@ -669,6 +670,14 @@ func appendLine(b []byte, it *item) ([]byte, error) {
 // walked in place, without a decoded key or a slice of members: this runs
 // once per output line.
 func appendScore(b []byte, r plugin.ScoreResult) ([]byte, error) {
+	if obj := r.ScoreJSON; obj != nil {
+		// The plugin wrote the whole object (plugin.ScoreObjectScorer),
+		// "invalid" and "value" in place: nothing to merge.
+		if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
+			return nil, errors.New("score object: not a JSON object")
+		}
+		return append(b, obj...), nil
+	}
 	details := r.DetailsJSON
 	if details == nil && len(r.Response.Details) > 0 {
 		var err error

@@ -336,14 +336,30 @@ type BatchScorer interface {
 // error. DetailsJSON is the response's Details as the plugin encoded them
 // (a JSON object, or nil for none); Response.Details stays nil so a caller
 // that only passes the details on never decodes them (Details decodes).
+//
+// ScoreJSON is set instead of DetailsJSON when the request asked for the
+// score object (sdk.ScoreRequest.ScoreObject) and the plugin wrote it
+// (ScoreObjectScorer): the details with "invalid" and "value" among them,
+// ready to be written as they are.
 type ScoreResult struct {
 	Response    *sdk.ScoreResponse
 	DetailsJSON []byte
+	ScoreJSON   []byte
 	Err         error
 }
 
-// Details decodes DetailsJSON.
+// Details decodes DetailsJSON, or the details in ScoreJSON.
 func (r ScoreResult) Details() (map[string]any, error) {
+	if r.DetailsJSON == nil && r.ScoreJSON != nil {
+		m, err := decodeMap("score object", r.ScoreJSON)
+		if m != nil {
+			// The response's own fields, not details: ScoreObjectScorer
+			// writes them in place of any detail of the same name.
+			delete(m, "invalid")
+			delete(m, "value")
+		}
+		return m, err
+	}
 	return decodeMap("score details", r.DetailsJSON)
 }
 
@@ -354,31 +370,34 @@ func (r ScoreResult) Details() (map[string]any, error) {
 // request, concurrently, over the Calls stream.
 func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest) ([]ScoreResult, error) {
 	results := make([]ScoreResult, len(reqs))
-	p := &pb.ScoreBatchRequest{Requests: make([]*pb.ScoreRequest, 0, len(reqs))}
-	sent := make([]int, 0, len(reqs)) // index in reqs of each p.Requests entry
-	// The batch's messages come from two arrays instead of two
-	// allocations a request.
-	msgs := make([]pb.ScoreRequest, len(reqs))
-	smps := make([]pb.Sample, len(reqs))
-	for i, r := range reqs {
-		m := &msgs[i]
-		if r.Sample != nil {
-			if err := sampleToProtoInto(&smps[i], r.Sample); err != nil {
-				results[i].Err = err
-				continue
+	answered := false // the plugin answered the batch
+	s.batchMu.Lock()
+	noBatch := s.noBatch
+	s.batchMu.Unlock()
+	var p *pb.ScoreBatchRequest
+	var sent []int // index in reqs of each request sent
+	if !noBatch && s.info.Serves(FeaturePackedScoreBatch) && len(reqs) > 0 && allPackable(reqs) {
+		buf := packBufs.Get().(*[]byte)
+		*buf = packScoreRequests((*buf)[:0], reqs)
+		p = &pb.ScoreBatchRequest{Packed: *buf}
+		defer func() {
+			// Only an answered batch was surely sent (copied) in full: a
+			// failed one may still sit in a queue, so its buffer is left
+			// to the collector.
+			if answered {
+				packBufs.Put(buf)
 			}
-			m.Sample = &smps[i]
+		}()
+		sent = make([]int, len(reqs))
+		for i := range sent {
+			sent[i] = i
 		}
-		m.Prediction, m.ForAggregate = r.Prediction, r.ForAggregate
-		p.Requests = append(p.Requests, m)
-		sent = append(sent, i)
+	} else {
+		p, sent = s.batchMessages(reqs, results)
 	}
 	if len(sent) == 0 {
 		return results, nil
 	}
-	s.batchMu.Lock()
-	noBatch := s.noBatch
-	s.batchMu.Unlock()
 	var resp *pb.ScoreBatchResponse
 	var err error
 	if s.info.Serves(FeatureScoreBatchCall) {
@@ -399,17 +418,70 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		}
 	}
 	if resp == nil && noBatch {
+		if p.Packed != nil { // the plugin went back on its features
+			p, sent = s.batchMessages(reqs, results)
+		}
 		s.scoreEach(ctx, p.Requests, sent, results)
 		return results, nil
 	}
+	answered = true
+	if b := resp.GetPacked(); len(b) > 0 {
+		got, err := unpackScoreResults(b)
+		if err == nil && len(got) != len(sent) {
+			err = fmt.Errorf("%d results", len(got))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("plugin's answer to a batch of %d scores: %w", len(sent), err)
+		}
+		for k, r := range got {
+			results[sent[k]] = r
+		}
+		return results, nil
+	}
+	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
 	if len(resp.GetResults()) != len(sent) {
 		return nil, fmt.Errorf("plugin answered %d of %d scores in a batch", len(resp.GetResults()), len(sent))
 	}
-	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
 	for k, r := range resp.GetResults() {
 		results[sent[k]] = scoreResultInto(r, &resps[k])
 	}
 	return results, nil
+}
+
+// allPackable reports whether every request of a batch can travel packed.
+func allPackable(reqs []*sdk.ScoreRequest) bool {
+	for _, r := range reqs {
+		if !packable(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// batchMessages is reqs as a batch of messages; a request whose sample
+// cannot be converted gets its error in results and is not sent. sent is
+// the index in reqs of each message.
+func (s *ScorerClient) batchMessages(reqs []*sdk.ScoreRequest, results []ScoreResult) (*pb.ScoreBatchRequest, []int) {
+	p := &pb.ScoreBatchRequest{Requests: make([]*pb.ScoreRequest, 0, len(reqs))}
+	sent := make([]int, 0, len(reqs))
+	// The batch's messages come from two arrays instead of two
+	// allocations a request.
+	msgs := make([]pb.ScoreRequest, len(reqs))
+	smps := make([]pb.Sample, len(reqs))
+	for i, r := range reqs {
+		m := &msgs[i]
+		if r.Sample != nil {
+			if err := sampleToProtoInto(&smps[i], r.Sample); err != nil {
+				results[i].Err = err
+				continue
+			}
+			m.Sample = &smps[i]
+		}
+		m.Prediction, m.ForAggregate, m.ScoreObject = r.Prediction, r.ForAggregate, r.ScoreObject
+		p.Requests = append(p.Requests, m)
+		sent = append(sent, i)
+	}
+	return p, sent
 }
 
 // scoreBatchCall is one ScoreBatch over the Calls stream, which the plugin
@@ -467,6 +539,9 @@ func scoreResultInto(r *pb.ScoreResult, dst *sdk.ScoreResponse) ScoreResult {
 		return ScoreResult{Err: errNoResponse}
 	}
 	*dst = sdk.ScoreResponse{Value: p.GetValue(), Invalid: p.GetInvalid(), Stats: p.GetStats()}
+	if p.GetScoreObject() {
+		return ScoreResult{Response: dst, ScoreJSON: p.GetDetailsJson()}
+	}
 	return ScoreResult{Response: dst, DetailsJSON: p.GetDetailsJson()}
 }
 
@@ -474,6 +549,17 @@ func scoreResultInto(r *pb.ScoreResult, dst *sdk.ScoreResponse) ScoreResult {
 // sent back as they came instead of decoded and encoded again. Results with
 // an error are left out.
 func (s *ScorerClient) AggregateResults(ctx context.Context, results []ScoreResult) (*sdk.AggregateResponse, error) {
+	if s.info.Serves(FeaturePackedScoreBatch) {
+		b, err := packAggregateScores(results)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.c.Aggregate(ctx, &pb.AggregateRequest{Packed: b})
+		if err != nil {
+			return nil, fromStatus(ctx, err)
+		}
+		return aggregateResponseFromProto(resp)
+	}
 	p := &pb.AggregateRequest{Scores: make([]*pb.ScoreResponse, 0, len(results))}
 	msgs := make([]pb.ScoreResponse, len(results)) // one allocation, not one a score
 	for i, r := range results {
@@ -481,7 +567,17 @@ func (s *ScorerClient) AggregateResults(ctx context.Context, results []ScoreResu
 			continue
 		}
 		d := r.DetailsJSON
-		if d == nil && len(r.Response.Details) > 0 {
+		if d == nil && r.ScoreJSON != nil {
+			m, err := r.Details()
+			if err != nil {
+				return nil, err
+			}
+			if len(m) > 0 {
+				if d, err = encodeMap("score details", m); err != nil {
+					return nil, err
+				}
+			}
+		} else if d == nil && len(r.Response.Details) > 0 {
 			var err error
 			if d, err = encodeMap("score details", r.Response.Details); err != nil {
 				return nil, err

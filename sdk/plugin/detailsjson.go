@@ -22,6 +22,18 @@ type DetailsJSONScorer interface {
 	ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error)
 }
 
+// ScoreObjectScorer is an optional interface of a DetailsJSONScorer:
+// ScoreObjectJSON is ScoreDetailsJSON with the response's "invalid" and
+// "value" written among the details, keys in json.Marshal's order (the two
+// in place of any detail of the same name): the score object a caller that
+// sets sdk.ScoreRequest.ScoreObject writes, sent whole so that the caller
+// does not merge them into the details line by line. Like
+// ScoreDetailsJSON, it may return nil JSON and resp.Details set instead.
+type ScoreObjectScorer interface {
+	DetailsJSONScorer
+	ScoreObjectJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error)
+}
+
 // scoreToProto scores req with sc, through ScoreDetailsJSON when sc has it.
 func scoreToProto(ctx context.Context, sc sdk.Scorer, req *sdk.ScoreRequest) (*pb.ScoreResponse, error) {
 	out, _, err := scoreToProtoInto(ctx, sc, req, &pb.ScoreResponse{}, nil)
@@ -36,7 +48,11 @@ func scoreToProto(ctx context.Context, sc sdk.Scorer, req *sdk.ScoreRequest) (*p
 func scoreToProtoInto(ctx context.Context, sc sdk.Scorer, req *sdk.ScoreRequest, out *pb.ScoreResponse, dst []byte) (resp *pb.ScoreResponse, rest []byte, err error) {
 	var r *sdk.ScoreResponse
 	var details []byte
-	if js, ok := sc.(DetailsJSONScorer); ok {
+	object := false
+	if so, ok := sc.(ScoreObjectScorer); ok && req.ScoreObject && !req.ForAggregate {
+		r, details, err = so.ScoreObjectJSON(ctx, req, dst)
+		object = true
+	} else if js, ok := sc.(DetailsJSONScorer); ok {
 		r, details, err = js.ScoreDetailsJSON(ctx, req, dst)
 	} else {
 		r, err = sc.Score(ctx, req)
@@ -50,6 +66,7 @@ func scoreToProtoInto(ctx context.Context, sc sdk.Scorer, req *sdk.ScoreRequest,
 	if details != nil {
 		n := len(details)
 		out.Value, out.Invalid, out.DetailsJson, out.Stats = r.Value, r.Invalid, details[:n:n], r.Stats
+		out.ScoreObject = object
 		if cap(dst) > 0 && cap(details) > 0 && &dst[:1][0] == &details[:1][0] {
 			rest = details[n:n:cap(details)] // appended in place: dst's room goes on
 		}

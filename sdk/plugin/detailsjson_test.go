@@ -117,3 +117,47 @@ func TestDetailsJSONScorerSharedBuffers(t *testing.T) {
 		}
 	}
 }
+
+// objectScorer is jsonScorer that also writes the whole score object.
+type objectScorer struct{ jsonScorer }
+
+func (o objectScorer) ScoreObjectJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
+	resp, err := o.Score(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp.Details = nil
+	return resp, append(dst, fmt.Sprintf(`{"invalid":false,"own":%q,"value":%v}`, req.Sample.ID, resp.Value)...), nil
+}
+
+// A ScoreObjectScorer's object reaches the host whole, as ScoreJSON, only
+// for requests that ask for it and are not only aggregated; the others get
+// the details as before. Details() gives the details without the response's
+// own fields.
+func TestScoreObjectScorer(t *testing.T) {
+	set := sdk.NewSet("jsontest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	reqs := []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "s0"}, Prediction: "xx", ScoreObject: true},
+		{Sample: &sdk.Sample{ID: "s1"}, Prediction: "xx"},
+		{Sample: &sdk.Sample{ID: "s2"}, Prediction: "xx", ScoreObject: true, ForAggregate: true},
+	}
+	results, err := sc.ScoreBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := results[0]; r.Err != nil || r.DetailsJSON != nil || string(r.ScoreJSON) != `{"invalid":false,"own":"s0","value":2}` {
+		t.Errorf("score object: %s / %s, %v", r.ScoreJSON, r.DetailsJSON, r.Err)
+	}
+	if d, err := results[0].Details(); err != nil || len(d) != 1 || d["own"] != "s0" {
+		t.Errorf("Details() of a score object: %v, %v", d, err)
+	}
+	if r := results[1]; r.Err != nil || r.ScoreJSON != nil || string(r.DetailsJSON) != `{"own":"s1"}` {
+		t.Errorf("details: %s / %s, %v", r.ScoreJSON, r.DetailsJSON, r.Err)
+	}
+	if r := results[2]; r.Err != nil || r.ScoreJSON != nil || string(r.DetailsJSON) != `{"own":"s2"}` {
+		t.Errorf("aggregate-only request: %s / %s, %v", r.ScoreJSON, r.DetailsJSON, r.Err)
+	}
+}

@@ -29,7 +29,10 @@
 // the same way (SampleBatches). A lone call still goes out at once. Hosts
 // fall back to the unary RPCs for plugins built before these existed, and
 // send ScoreBatch on the stream only to plugins that report the feature
-// (FeatureScoreBatchCall in ConfigureResponse.features).
+// (FeatureScoreBatchCall in ConfigureResponse.features). A batch of plain
+// requests (samples of an id, targets and a language: `hayloft score`'s)
+// travels packed in one bytes field to plugins that report
+// FeaturePackedScoreBatch (packed.go).
 //
 // The wire types live in proto/hayloft/plugin/v1; scripts/gen-proto.sh
 // regenerates them reproducibly.

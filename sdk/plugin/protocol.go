@@ -39,10 +39,14 @@ const (
 	// batch of scores costs one stream message instead of a unary RPC
 	// (a new HTTP/2 stream with its headers, a goroutine each side).
 	FeatureScoreBatchCall = "calls.score_batch"
+	// FeaturePackedScoreBatch: ScoreBatch takes a batch of plain requests
+	// (samples of an id, targets and a language) packed in one bytes
+	// field, decoded without a message or string allocation per request.
+	FeaturePackedScoreBatch = "score_batch.packed"
 )
 
 // servedFeatures are the features this SDK's server reports.
-var servedFeatures = []string{FeatureScoreBatchCall}
+var servedFeatures = []string{FeatureScoreBatchCall, FeaturePackedScoreBatch}
 
 // PluginKey is the name under which the component is dispensed over
 // go-plugin.

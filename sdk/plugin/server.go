@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -431,7 +432,7 @@ func (sc scorerServer) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.Sco
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return scoreToProto(ctx, c.(sdk.Scorer), &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate()})
+	return scoreToProto(ctx, c.(sdk.Scorer), &sdk.ScoreRequest{Sample: smp, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate(), ScoreObject: req.GetScoreObject()})
 }
 
 func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) (*pb.AggregateResponse, error) {
@@ -444,6 +445,25 @@ func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) 
 		return nil, toStatus(fmt.Errorf("scorer has no aggregator: %w", sdk.ErrUnsupported))
 	}
 	_, noDetails := ag.(sdk.StatsAggregator)
+	if b := req.GetPacked(); len(b) > 0 {
+		if len(req.GetScores()) > 0 {
+			return nil, toStatus(errors.New("aggregate: both scores and packed scores"))
+		}
+		results, err := unpackScoreResults(b)
+		if err != nil {
+			return nil, toStatus(fmt.Errorf("aggregate: %w", err))
+		}
+		scores := make([]*sdk.ScoreResponse, len(results))
+		for i, r := range results {
+			if !noDetails {
+				if r.Response.Details, err = r.Details(); err != nil {
+					return nil, toStatus(fmt.Errorf("score %d: %w", i, err))
+				}
+			}
+			scores[i] = r.Response
+		}
+		return sc.aggregate(ctx, ag, scores)
+	}
 	scores := make([]*sdk.ScoreResponse, len(req.GetScores()))
 	var slab []sdk.ScoreResponse // without details: one allocation for all
 	if noDetails {
@@ -459,6 +479,11 @@ func (sc scorerServer) Aggregate(ctx context.Context, req *pb.AggregateRequest) 
 			return nil, toStatus(fmt.Errorf("score %d: %w", i, err))
 		}
 	}
+	return sc.aggregate(ctx, ag, scores)
+}
+
+// aggregate is ag's aggregate of scores, as a message.
+func (sc scorerServer) aggregate(ctx context.Context, ag sdk.Aggregator, scores []*sdk.ScoreResponse) (*pb.AggregateResponse, error) {
 	resp, err := ag.Aggregate(ctx, &sdk.AggregateRequest{Scores: scores})
 	if err != nil {
 		return nil, toStatus(err)
@@ -480,23 +505,40 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 	}
 	scorer := c.(sdk.Scorer)
 	reqs := req.GetRequests()
+	var unpacked []sdk.ScoreRequest // the packed form's requests
+	if b := req.GetPacked(); len(b) > 0 {
+		if len(reqs) > 0 {
+			return nil, toStatus(errors.New("score batch: both requests and packed requests"))
+		}
+		if unpacked, err = unpackScoreRequests(b); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	n := len(reqs) + len(unpacked)
 	// Each request's sample, result and response live in arrays of the
 	// batch: four allocations a batch instead of three a request.
-	results := make([]*pb.ScoreResult, len(reqs))
-	resultSlab := make([]pb.ScoreResult, len(reqs))
-	respSlab := make([]pb.ScoreResponse, len(reqs))
-	samples := make([]sdk.Sample, len(reqs))
-	workers := min(runtime.GOMAXPROCS(0), len(reqs))
+	results := make([]*pb.ScoreResult, n)
+	resultSlab := make([]pb.ScoreResult, n)
+	respSlab := make([]pb.ScoreResponse, n)
+	var samples []sdk.Sample
+	if unpacked == nil {
+		samples = make([]sdk.Sample, n)
+	}
+	workers := min(runtime.GOMAXPROCS(0), n)
 	var next atomic.Int64
 	work := func() {
 		var details []byte // this worker's details, one buffer for many
 		for {
 			i := int(next.Add(1)) - 1
-			if i >= len(reqs) {
+			if i >= n {
 				return
 			}
 			results[i] = &resultSlab[i]
-			details = sc.scoreOne(ctx, scorer, reqs[i], &samples[i], results[i], &respSlab[i], details)
+			if unpacked != nil {
+				details = sc.scoreOne(ctx, scorer, nil, nil, &unpacked[i], results[i], &respSlab[i], details)
+				continue
+			}
+			details = sc.scoreOne(ctx, scorer, reqs[i], &samples[i], nil, results[i], &respSlab[i], details)
 		}
 	}
 	// The handler's own goroutine is one of the workers: a small batch
@@ -512,6 +554,11 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 	}
 	work()
 	wg.Wait()
+	if unpacked != nil {
+		if packed := packScoreResults(results); packed != nil {
+			return &pb.ScoreBatchResponse{Packed: packed}, nil
+		}
+	}
 	return &pb.ScoreBatchResponse{Results: results}, nil
 }
 
@@ -521,11 +568,13 @@ const detailsChunk = 32 << 10
 
 // scoreOne is one request of a batch, its outcome written to r (with resp
 // as its response, when it has one); a panic in the scorer becomes that
-// request's error, as it would for a unary call. A DetailsJSONScorer's
+// request's error, as it would for a unary call. req is the request's
+// message, whose sample is converted into smp; or nil, and decoded the
+// request itself (a packed batch). A DetailsJSONScorer's
 // details are appended to details, whose free room is returned for the
 // next request: they are only read (encoded) after the batch, and never
 // appended to again.
-func (sc scorerServer) scoreOne(ctx context.Context, scorer sdk.Scorer, req *pb.ScoreRequest, smp *sdk.Sample, r *pb.ScoreResult, resp *pb.ScoreResponse, details []byte) (rest []byte) {
+func (sc scorerServer) scoreOne(ctx context.Context, scorer sdk.Scorer, req *pb.ScoreRequest, smp *sdk.Sample, decoded *sdk.ScoreRequest, r *pb.ScoreResult, resp *pb.ScoreResponse, details []byte) (rest []byte) {
 	rest = details
 	var err error
 	defer func() {
@@ -534,15 +583,18 @@ func (sc scorerServer) scoreOne(ctx context.Context, scorer sdk.Scorer, req *pb.
 		}
 	}()
 	defer recoverPanic(sc.s.logger, "/hayloft.plugin.v1.Scorer/ScoreBatch", &err)
-	var sample *sdk.Sample
-	if p := req.GetSample(); p != nil {
-		if err = sampleFromProtoInto(smp, p); err != nil {
-			err = toStatus(err)
-			return rest
+	sreq := decoded
+	if req != nil {
+		var sample *sdk.Sample
+		if p := req.GetSample(); p != nil {
+			if err = sampleFromProtoInto(smp, p); err != nil {
+				err = toStatus(err)
+				return rest
+			}
+			sample = smp
 		}
-		sample = smp
+		sreq = &sdk.ScoreRequest{Sample: sample, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate(), ScoreObject: req.GetScoreObject()}
 	}
-	sreq := &sdk.ScoreRequest{Sample: sample, Prediction: req.GetPrediction(), ForAggregate: req.GetForAggregate()}
 	if cap(details)-len(details) < detailsChunk/8 {
 		details = make([]byte, 0, detailsChunk)
 	}

@@ -146,11 +146,11 @@ func (r *Resampler) Fill(idx []int32) {
 		// once in some 2^64/n draws) ends the interleaving: the rest is
 		// drawn one by one from the state before its group, exactly as
 		// math/rand/v2 would.
-		a, c := pcgJump4()
 		s0 := x.step()
 		s1 := s0.step()
 		s2 := s1.step()
 		s3 := s2.step()
+		start := i
 		for ; len(idx)-i >= 4; i += 4 {
 			h0, l0 := bits.Mul64(s0.out(), n)
 			h1, l1 := bits.Mul64(s1.out(), n)
@@ -159,11 +159,12 @@ func (r *Resampler) Fill(idx []int32) {
 			if l0 < n || l1 < n || l2 < n || l3 < n {
 				break
 			}
-			idx[i], idx[i+1], idx[i+2], idx[i+3] = int32(h0), int32(h1), int32(h2), int32(h3)
+			out := idx[i : i+4 : i+4]
+			out[0], out[1], out[2], out[3] = int32(h0), int32(h1), int32(h2), int32(h3)
 			x = s3
-			r.steps += 4
-			s0, s1, s2, s3 = s0.jump(a, c), s1.jump(a, c), s2.jump(a, c), s3.jump(a, c)
+			s0, s1, s2, s3 = s0.jump4(), s1.jump4(), s2.jump4(), s3.jump4()
 		}
+		r.steps += uint64(i - start)
 	}
 	// One by one: math/rand/v2's uint64n (Lemire's multiply, rejecting the
 	// few products that would bias the result, or a mask for a power of two).
@@ -214,7 +215,7 @@ func (a u128) add(b u128) u128 {
 // step is the LCG: state·mul + inc.
 func (a u128) step() u128 { return a.mul(pcgMul).add(pcgInc) }
 
-// jump is state·m + c: several steps at once, for m and c from pcgJump4.
+// jump is state·m + c: several steps at once (Advance).
 func (a u128) jump(m, c u128) u128 { return a.mul(m).add(c) }
 
 // out is the DXSM output of a state.
@@ -227,14 +228,17 @@ func (a u128) out() uint64 {
 	return h * (a.lo | 1)
 }
 
-// pcgJump4 returns the multiplier and increment of four LCG steps:
-// mul^4 and inc·(mul^3 + mul^2 + mul + 1).
-func pcgJump4() (m, c u128) {
-	m, c = u128{0, 1}, u128{}
-	for range 4 {
-		m, c = m.mul(pcgMul), c.mul(pcgMul).add(pcgInc)
-	}
-	return m, c
+// jump4 is four LCG steps at once, state·mul^4 + inc·(mul^3 + mul^2 + mul
+// + 1), with those constants written out (TestJump4 holds them to the
+// steps) so the draw loop keeps no register for them.
+func (a u128) jump4() u128 {
+	const (
+		mHi, mLo = 0xf4dd417327db7a9b, 0xd194dfbe42d45771
+		cHi, cLo = 0x93d2c4665cea0ea8, 0xca268d515f068aa4
+	)
+	h, l := bits.Mul64(a.lo, mLo)
+	l, carry := bits.Add64(l, cLo, 0)
+	return u128{h + a.hi*mLo + a.lo*mHi + cHi + carry, l}
 }
 
 // Percentile returns the p-th percentile (0..100) of sorted values with

@@ -288,3 +288,13 @@ func BenchmarkAggregateMean20k(b *testing.B) {
 		AggregateMean(scores, DefaultSeed)
 	}
 }
+
+// jump4's constants are four LCG steps.
+func TestJump4(t *testing.T) {
+	for _, x := range []u128{{0, 0}, {1, 2}, {math.MaxUint64, bootstrapStream}, {0x0123456789abcdef, 0xfedcba9876543210}} {
+		want := x.step().step().step().step()
+		if got := x.jump4(); got != want {
+			t.Errorf("%x.jump4() = %x, want %x", x, got, want)
+		}
+	}
+}

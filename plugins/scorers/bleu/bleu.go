@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -256,20 +257,45 @@ func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, ds
 	if err != nil || req.ForAggregate {
 		return resp, nil, err
 	}
+	return s.appendJSON(resp, d, dst, false)
+}
+
+// ScoreObjectJSON is ScoreDetailsJSON with the response's "invalid" and
+// "value" among the details (plugin.ScoreObjectScorer): the whole score
+// object `hayloft score` writes per line, so it does not merge them in.
+func (s *Scorer) ScoreObjectJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
+	resp, d, err := s.score(req)
+	if err != nil || req.ForAggregate {
+		return resp, nil, err
+	}
+	return s.appendJSON(resp, d, dst, true)
+}
+
+// appendJSON appends d's details to dst, with resp's own fields when
+// object is set; a value JSON cannot hold leaves the JSON nil and the
+// details in resp.Details, to fail as json.Marshal does, as for Score.
+func (s *Scorer) appendJSON(resp *sdk.ScoreResponse, d detailer, dst []byte, object bool) (*sdk.ScoreResponse, []byte, error) {
 	if dst == nil {
 		dst = make([]byte, 0, 256) // one allocation: sacrebleu's details are about 200 bytes
 	}
-	if out, ok := d.appendDetails(dst); ok {
+	var own *sdk.ScoreResponse
+	if object {
+		own = resp
+	}
+	if out, ok := d.appendDetails(dst, own); ok {
 		return resp, out, nil
 	}
-	resp.Details = d.details() // NaN or ±Inf: json.Marshal's error, as for Score
+	resp.Details = d.details()
 	return resp, nil, nil
 }
 
 // detailer is the per-sample result of either mode.
 type detailer interface {
 	details() map[string]any
-	appendDetails(b []byte) ([]byte, bool)
+	// appendDetails appends json.Marshal(details())'s bytes, or with
+	// resp, of details() with resp's "invalid" and "value" added; ok is
+	// false for a value JSON cannot hold.
+	appendDetails(b []byte, resp *sdk.ScoreResponse) ([]byte, bool)
 }
 
 // score is Score without the details: the response, and what its details
@@ -363,42 +389,96 @@ func (s *Scorer) putCounter(c *counter) {
 	s.counters.Put(c)
 }
 
-// appendDetails appends json.Marshal(r.details())'s bytes; ok is false
-// for a value JSON cannot hold.
-func (r nltkResult) appendDetails(b []byte) ([]byte, bool) {
-	return appendFields(b, []jsonField{
-		{`"bp":`, []float64{r.BP}, false},
-		{`"hyp_len":`, []float64{r.HypLen}, false},
-		{`"precisions":`, r.Precisions, true},
-		{`"ref_len":`, []float64{r.RefLen}, false},
-		{`"score":`, []float64{r.Score}, false},
+// appendDetails is detailer's.
+func (r nltkResult) appendDetails(b []byte, resp *sdk.ScoreResponse) ([]byte, bool) {
+	return appendFields(b, resp, []jsonField{
+		{`"bp":`, []float64{r.BP}, false, ""},
+		{`"hyp_len":`, []float64{r.HypLen}, false, ""},
+		{`"precisions":`, r.Precisions, true, ""},
+		{`"ref_len":`, []float64{r.RefLen}, false, ""},
+		{`"score":`, []float64{r.Score}, false, ""},
 	})
 }
 
 // jsonField is a key (quoted, with its colon) and a number or a list of
-// numbers, for appendFields.
+// numbers, for appendFields; or, with raw set, that literal as the value.
 type jsonField struct {
 	key  string
 	nums []float64
 	list bool
+	raw  string
 }
 
 // appendFields appends an object of fields given in json.Marshal's key
 // order, numbers written as json.Marshal writes them (jsonstr.AppendFloat);
-// a nil list is null.
-func appendFields(b []byte, fields []jsonField) ([]byte, bool) {
+// a nil list is null. With resp, its "invalid" and "value" are merged in,
+// in key order, in place of any field of the same name: the object
+// json.Marshal writes of the details map with those two set.
+func appendFields(b []byte, resp *sdk.ScoreResponse, fields []jsonField) ([]byte, bool) {
+	var own [2]jsonField
+	nOwn := 0
+	if resp != nil {
+		own[0] = jsonField{key: `"invalid":`, raw: "false"}
+		if resp.Invalid {
+			own[0].raw = "true"
+		}
+		own[1] = jsonField{key: `"value":`, nums: []float64{resp.Value}}
+		nOwn = 2
+	}
+	var written [8]writtenNum // single numbers written so far
+	nWritten := 0
 	b = append(b, '{')
-	for i, f := range fields {
-		if i > 0 {
+	first, next := true, 0
+	for i := 0; i < len(fields) || next < nOwn; {
+		var f jsonField
+		switch {
+		case next == nOwn:
+			f = fields[i]
+			i++
+		case i == len(fields) || fieldName(own[next]) <= fieldName(fields[i]):
+			if i < len(fields) && fieldName(own[next]) == fieldName(fields[i]) {
+				i++ // the response's own field wins
+			}
+			f = own[next]
+			next++
+		default:
+			f = fields[i]
+			i++
+		}
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		b = append(b, f.key...)
+		if f.raw != "" {
+			b = append(b, f.raw...)
+			continue
+		}
 		if f.list && f.nums == nil {
 			b = append(b, "null"...)
 			continue
 		}
 		if f.list {
 			b = append(b, '[')
+		}
+		if !f.list && len(f.nums) == 1 {
+			// A number already written (the score is the value) is
+			// copied rather than formatted again.
+			v := math.Float64bits(f.nums[0])
+			if k := slices.IndexFunc(written[:nWritten], func(w writtenNum) bool { return w.bits == v }); k >= 0 {
+				b = append(b, b[written[k].start:written[k].end]...)
+				continue
+			}
+			start := len(b)
+			var ok bool
+			if b, ok = jsonstr.AppendFloat(b, f.nums[0]); !ok {
+				return b, false
+			}
+			if nWritten < len(written) {
+				written[nWritten] = writtenNum{v, start, len(b)}
+				nWritten++
+			}
+			continue
 		}
 		for j, v := range f.nums {
 			if j > 0 {
@@ -415,6 +495,15 @@ func appendFields(b []byte, fields []jsonField) ([]byte, bool) {
 	}
 	return append(b, '}'), true
 }
+
+// writtenNum is a number appendFields wrote, as its bits and where.
+type writtenNum struct {
+	bits       uint64
+	start, end int
+}
+
+// fieldName is a jsonField's key without its quotes and colon.
+func fieldName(f jsonField) string { return f.key[1 : len(f.key)-2] }
 
 func (r nltkResult) details() map[string]any {
 	return map[string]any{

@@ -136,7 +136,18 @@ func TestScoreDetailsJSON(t *testing.T) {
 			if string(js) != string(wantJS) || got.Value != want.Value || !slices.Equal(got.Stats, want.Stats) || got.Details != nil {
 				t.Fatalf("%v %q %q:\n got %s %v\nwant %s %v", opts, ref, hyp, js, got, wantJS, want)
 			}
+			// The score object: the details with the response's own
+			// fields, as json.Marshal writes the merged map.
+			want.Details["invalid"], want.Details["value"] = want.Invalid, want.Value
+			wantObj, _ := json.Marshal(want.Details)
+			req.ScoreObject = true
+			if _, obj, _ := s.ScoreObjectJSON(ctx, req, nil); string(obj) != string(wantObj) {
+				t.Fatalf("%v %q %q: score object\n got %s\nwant %s", opts, ref, hyp, obj, wantObj)
+			}
 			req.ForAggregate = true
+			if _, obj, _ := s.ScoreObjectJSON(ctx, req, nil); obj != nil {
+				t.Fatalf("score object for an aggregate-only request: %s", obj)
+			}
 			if _, js, _ := s.ScoreDetailsJSON(ctx, req, nil); js != nil {
 				t.Fatalf("details for an aggregate-only request: %s", js)
 			}
@@ -177,6 +188,28 @@ func TestTokenHead(t *testing.T) {
 			if got, want := tokenHead(line, start, end), intern.Head([]byte(line[start:end])); got != want {
 				t.Fatalf("tokenHead(%q, %d, %d) = %#x, want %#x", line, start, end, got, want)
 			}
+		}
+	}
+}
+
+// appendFields merges the response's own fields in key order, in place of
+// details of the same name, as json.Marshal writes the merged map.
+func TestAppendFieldsMergesResponse(t *testing.T) {
+	for _, tc := range []struct {
+		fields []jsonField
+		resp   *sdk.ScoreResponse
+		want   string
+	}{
+		{[]jsonField{{key: `"a":`, nums: []float64{1}}}, nil, `{"a":1}`},
+		{nil, &sdk.ScoreResponse{Value: 0.5}, `{"invalid":false,"value":0.5}`},
+		{[]jsonField{{key: `"a":`, nums: []float64{1}}, {key: `"z":`, nums: []float64{2, 3}, list: true}}, &sdk.ScoreResponse{Value: 7, Invalid: true},
+			`{"a":1,"invalid":true,"value":7,"z":[2,3]}`},
+		{[]jsonField{{key: `"invalid":`, nums: []float64{9}}, {key: `"m":`, list: true}, {key: `"value":`, nums: []float64{9}}}, &sdk.ScoreResponse{Value: 1},
+			`{"invalid":false,"m":null,"value":1}`},
+	} {
+		got, ok := appendFields(nil, tc.resp, tc.fields)
+		if !ok || string(got) != tc.want {
+			t.Errorf("appendFields(%v, %+v) = %s, %v; want %s", tc.fields, tc.resp, got, ok, tc.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hayloft/hayloft/plugins/internal/intern"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
+	"github.com/hayloft/hayloft/sdk"
 )
 
 // Smoothing methods, as sacrebleu's smooth_method parameter spells them.
@@ -53,17 +54,16 @@ func (r Result) details() map[string]any {
 	}
 }
 
-// appendDetails appends json.Marshal(r.details())'s bytes; ok is false
-// for a value JSON cannot hold.
-func (r Result) appendDetails(b []byte) ([]byte, bool) {
-	return appendFields(b, []jsonField{
-		{`"bp":`, []float64{r.BP}, false},
-		{`"counts":`, r.Counts, true},
-		{`"precisions":`, r.Precisions, true},
-		{`"ref_len":`, []float64{r.RefLen}, false},
-		{`"score":`, []float64{r.Score}, false},
-		{`"sys_len":`, []float64{r.SysLen}, false},
-		{`"totals":`, r.Totals, true},
+// appendDetails is detailer's.
+func (r Result) appendDetails(b []byte, resp *sdk.ScoreResponse) ([]byte, bool) {
+	return appendFields(b, resp, []jsonField{
+		{`"bp":`, []float64{r.BP}, false, ""},
+		{`"counts":`, r.Counts, true, ""},
+		{`"precisions":`, r.Precisions, true, ""},
+		{`"ref_len":`, []float64{r.RefLen}, false, ""},
+		{`"score":`, []float64{r.Score}, false, ""},
+		{`"sys_len":`, []float64{r.SysLen}, false, ""},
+		{`"totals":`, r.Totals, true, ""},
 	})
 }
 

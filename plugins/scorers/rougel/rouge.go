@@ -206,6 +206,19 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 // writes Score's (plugin.DetailsJSONScorer), without the map: a plugin
 // serves every sample this way.
 func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
+	return s.scoreJSON(ctx, req, dst, false)
+}
+
+// ScoreObjectJSON is ScoreDetailsJSON with the response's "invalid" and
+// "value" among the details (plugin.ScoreObjectScorer): the whole score
+// object `hayloft score` writes per line, so it does not merge them in.
+func (s *Scorer) ScoreObjectJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
+	return s.scoreJSON(ctx, req, dst, true)
+}
+
+// scoreJSON writes the details, with the response's own fields when
+// object is set, in json.Marshal's key order.
+func (s *Scorer) scoreJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte, object bool) (*sdk.ScoreResponse, []byte, error) {
 	best, err := s.best(req)
 	if err != nil {
 		return nil, nil, err
@@ -216,6 +229,9 @@ func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, ds
 	}
 	b := append(dst, `{"fmeasure":`...)
 	b, ok1 := jsonstr.AppendFloat(b, best.Fmeasure)
+	if object {
+		b = append(b, `,"invalid":false`...)
+	}
 	b = append(b, `,"precision":`...)
 	b, ok2 := jsonstr.AppendFloat(b, best.Precision)
 	b = append(b, `,"recall":`...)
@@ -225,8 +241,12 @@ func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, ds
 		return full, nil, err
 	}
 	b = append(b, `,"tokenizer":`...)
-	b = append(append(b, s.tokJSON...), '}')
-	return resp, b, nil
+	b = append(b, s.tokJSON...)
+	if object {
+		b = append(b, `,"value":`...)
+		b, _ = jsonstr.AppendFloat(b, resp.Value) // Fmeasure, written above
+	}
+	return resp, append(b, '}'), nil
 }
 
 // best is the score of the target with the highest F.

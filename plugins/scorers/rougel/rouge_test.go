@@ -365,7 +365,8 @@ func TestDefaultTokenizerIDs(t *testing.T) {
 	}
 }
 
-// ScoreDetailsJSON writes json.Marshal's bytes of Score's details, for each
+// ScoreDetailsJSON writes json.Marshal's bytes of Score's details, and
+// ScoreObjectJSON those of the details with value and invalid, for each
 // scorer and mode, on pairs that score 0, 1 and between.
 func TestScoreDetailsJSON(t *testing.T) {
 	refs, preds := scorebench.Pairs(t, 50)
@@ -394,6 +395,13 @@ func TestScoreDetailsJSON(t *testing.T) {
 			got, js, err := s.ScoreDetailsJSON(ctx, req, nil)
 			if err != nil || string(js) != string(wantJS) || got.Value != want.Value || got.Details != nil {
 				t.Fatalf("%v pair %d: %s %+v %v, want %s", c.opts, i, js, got, err, wantJS)
+			}
+			// The score object: the details with the response's own
+			// fields, as json.Marshal writes the merged map.
+			want.Details["invalid"], want.Details["value"] = want.Invalid, want.Value
+			wantObj, _ := json.Marshal(want.Details)
+			if _, obj, err := s.ScoreObjectJSON(ctx, req, nil); err != nil || string(obj) != string(wantObj) {
+				t.Fatalf("%v pair %d: score object %s %v, want %s", c.opts, i, obj, err, wantObj)
 			}
 		}
 	}

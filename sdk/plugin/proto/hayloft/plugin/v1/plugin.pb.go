@@ -597,7 +597,8 @@ type ConfigureResponse struct {
 	Capabilities []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// Protocol features the plugin's SDK serves beyond this version's
 	// first form, so a host uses them only where they are understood:
-	// "calls.score_batch" (ScoreBatch calls on the Calls stream).
+	// "calls.score_batch" (ScoreBatch calls on the Calls stream),
+	// "score_batch.packed" (ScoreBatchRequest.packed).
 	Features      []string `protobuf:"bytes,5,rep,name=features,proto3" json:"features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1479,7 +1480,11 @@ type ScoreRequest struct {
 	Prediction string                 `protobuf:"bytes,2,opt,name=prediction,proto3" json:"prediction,omitempty"`
 	// for_aggregate: the caller keeps only value, invalid and stats (see
 	// sdk.ScoreRequest.ForAggregate); the scorer may leave the details out.
-	ForAggregate  bool `protobuf:"varint,3,opt,name=for_aggregate,json=forAggregate,proto3" json:"for_aggregate,omitempty"`
+	ForAggregate bool `protobuf:"varint,3,opt,name=for_aggregate,json=forAggregate,proto3" json:"for_aggregate,omitempty"`
+	// score_object: the caller writes the score as one JSON object, the
+	// details with "invalid" and "value" among them (see
+	// sdk.ScoreRequest.ScoreObject); the scorer may send that object whole.
+	ScoreObject   bool `protobuf:"varint,4,opt,name=score_object,json=scoreObject,proto3" json:"score_object,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1535,12 +1540,23 @@ func (x *ScoreRequest) GetForAggregate() bool {
 	return false
 }
 
+func (x *ScoreRequest) GetScoreObject() bool {
+	if x != nil {
+		return x.ScoreObject
+	}
+	return false
+}
+
 type ScoreResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Value         float64                `protobuf:"fixed64,1,opt,name=value,proto3" json:"value,omitempty"`
-	Invalid       bool                   `protobuf:"varint,2,opt,name=invalid,proto3" json:"invalid,omitempty"`
-	DetailsJson   []byte                 `protobuf:"bytes,3,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
-	Stats         []float64              `protobuf:"fixed64,4,rep,packed,name=stats,proto3" json:"stats,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Value       float64                `protobuf:"fixed64,1,opt,name=value,proto3" json:"value,omitempty"`
+	Invalid     bool                   `protobuf:"varint,2,opt,name=invalid,proto3" json:"invalid,omitempty"`
+	DetailsJson []byte                 `protobuf:"bytes,3,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	Stats       []float64              `protobuf:"fixed64,4,rep,packed,name=stats,proto3" json:"stats,omitempty"`
+	// score_object: details_json is the whole score object asked for by
+	// ScoreRequest.score_object (the details with "invalid" and "value" in
+	// json.Marshal's key order), not the details alone.
+	ScoreObject   bool `protobuf:"varint,5,opt,name=score_object,json=scoreObject,proto3" json:"score_object,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1603,9 +1619,21 @@ func (x *ScoreResponse) GetStats() []float64 {
 	return nil
 }
 
+func (x *ScoreResponse) GetScoreObject() bool {
+	if x != nil {
+		return x.ScoreObject
+	}
+	return false
+}
+
 type AggregateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Scores        []*ScoreResponse       `protobuf:"bytes,1,rep,name=scores,proto3" json:"scores,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Scores []*ScoreResponse       `protobuf:"bytes,1,rep,name=scores,proto3" json:"scores,omitempty"`
+	// packed holds the scores in one field instead of scores, laid out as
+	// ScoreBatchResponse.packed (a score object's details with its
+	// score_object flag). Sent only to plugins that report the
+	// "score_batch.packed" feature.
+	Packed        []byte `protobuf:"bytes,2,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1643,6 +1671,13 @@ func (*AggregateRequest) Descriptor() ([]byte, []int) {
 func (x *AggregateRequest) GetScores() []*ScoreResponse {
 	if x != nil {
 		return x.Scores
+	}
+	return nil
+}
+
+func (x *AggregateRequest) GetPacked() []byte {
+	if x != nil {
+		return x.Packed
 	}
 	return nil
 }
@@ -1732,8 +1767,18 @@ func (x *AggregateResponse) GetDetailsJson() []byte {
 }
 
 type ScoreBatchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Requests      []*ScoreRequest        `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Requests []*ScoreRequest        `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	// packed holds the whole batch in one field instead of requests, for
+	// requests whose samples hold only an id, targets and a language (what
+	// `hayloft score` sends): one copy on each side instead of a message and
+	// a few strings per request. Sent only to plugins that report the
+	// "score_batch.packed" feature. A varint count of requests, then each
+	// request, in order: a varint of flags (1: for_aggregate, 2: score_object), then the sample's id, the
+	// prediction and the sample's language, each a varint length and that
+	// many bytes of UTF-8, then a varint count of targets and each target
+	// the same way.
+	Packed        []byte `protobuf:"bytes,2,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1771,6 +1816,13 @@ func (*ScoreBatchRequest) Descriptor() ([]byte, []int) {
 func (x *ScoreBatchRequest) GetRequests() []*ScoreRequest {
 	if x != nil {
 		return x.Requests
+	}
+	return nil
+}
+
+func (x *ScoreBatchRequest) GetPacked() []byte {
+	if x != nil {
+		return x.Packed
 	}
 	return nil
 }
@@ -1829,8 +1881,14 @@ func (x *ScoreResult) GetError() *Error {
 }
 
 type ScoreBatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Results       []*ScoreResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Results []*ScoreResult         `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// packed answers a packed ScoreBatchRequest whose requests all
+	// succeeded, in one field instead of results: a varint count of
+	// results, then per result, in order, a varint of flags (1: invalid, 2: score_object), the value as 8 bytes
+	// (IEEE 754, little-endian), details_json as a varint length and its
+	// bytes, and a varint count of stats and each as 8 bytes.
+	Packed        []byte `protobuf:"bytes,2,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1868,6 +1926,13 @@ func (*ScoreBatchResponse) Descriptor() ([]byte, []int) {
 func (x *ScoreBatchResponse) GetResults() []*ScoreResult {
 	if x != nil {
 		return x.Results
+	}
+	return nil
+}
+
+func (x *ScoreBatchResponse) GetPacked() []byte {
+	if x != nil {
+		return x.Packed
 	}
 	return nil
 }
@@ -2772,34 +2837,39 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x03ids\x18\x01 \x03(\x03R\x03ids\"e\n" +
 	"\x10TokenizeResponse\x123\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x1b.hayloft.plugin.v1.TokenIDsR\x06tokens\x12\x1c\n" +
-	"\ttokenizer\x18\x02 \x01(\tR\ttokenizer\"\x86\x01\n" +
+	"\ttokenizer\x18\x02 \x01(\tR\ttokenizer\"\xa9\x01\n" +
 	"\fScoreRequest\x121\n" +
 	"\x06sample\x18\x01 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\x12\x1e\n" +
 	"\n" +
 	"prediction\x18\x02 \x01(\tR\n" +
 	"prediction\x12#\n" +
-	"\rfor_aggregate\x18\x03 \x01(\bR\fforAggregate\"x\n" +
+	"\rfor_aggregate\x18\x03 \x01(\bR\fforAggregate\x12!\n" +
+	"\fscore_object\x18\x04 \x01(\bR\vscoreObject\"\x9b\x01\n" +
 	"\rScoreResponse\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x18\n" +
 	"\ainvalid\x18\x02 \x01(\bR\ainvalid\x12!\n" +
 	"\fdetails_json\x18\x03 \x01(\fR\vdetailsJson\x12\x14\n" +
-	"\x05stats\x18\x04 \x03(\x01R\x05stats\"L\n" +
+	"\x05stats\x18\x04 \x03(\x01R\x05stats\x12!\n" +
+	"\fscore_object\x18\x05 \x01(\bR\vscoreObject\"d\n" +
 	"\x10AggregateRequest\x128\n" +
-	"\x06scores\x18\x01 \x03(\v2 .hayloft.plugin.v1.ScoreResponseR\x06scores\"\xa4\x01\n" +
+	"\x06scores\x18\x01 \x03(\v2 .hayloft.plugin.v1.ScoreResponseR\x06scores\x12\x16\n" +
+	"\x06packed\x18\x02 \x01(\fR\x06packed\"\xa4\x01\n" +
 	"\x11AggregateResponse\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\f\n" +
 	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x18\n" +
 	"\ainvalid\x18\x03 \x01(\x03R\ainvalid\x12\x15\n" +
 	"\x06ci_low\x18\x04 \x01(\x01R\x05ciLow\x12\x17\n" +
 	"\aci_high\x18\x05 \x01(\x01R\x06ciHigh\x12!\n" +
-	"\fdetails_json\x18\x06 \x01(\fR\vdetailsJson\"P\n" +
+	"\fdetails_json\x18\x06 \x01(\fR\vdetailsJson\"h\n" +
 	"\x11ScoreBatchRequest\x12;\n" +
-	"\brequests\x18\x01 \x03(\v2\x1f.hayloft.plugin.v1.ScoreRequestR\brequests\"{\n" +
+	"\brequests\x18\x01 \x03(\v2\x1f.hayloft.plugin.v1.ScoreRequestR\brequests\x12\x16\n" +
+	"\x06packed\x18\x02 \x01(\fR\x06packed\"{\n" +
 	"\vScoreResult\x12<\n" +
 	"\bresponse\x18\x01 \x01(\v2 .hayloft.plugin.v1.ScoreResponseR\bresponse\x12.\n" +
-	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\"N\n" +
+	"\x05error\x18\x02 \x01(\v2\x18.hayloft.plugin.v1.ErrorR\x05error\"f\n" +
 	"\x12ScoreBatchResponse\x128\n" +
-	"\aresults\x18\x01 \x03(\v2\x1e.hayloft.plugin.v1.ScoreResultR\aresults\"D\n" +
+	"\aresults\x18\x01 \x03(\v2\x1e.hayloft.plugin.v1.ScoreResultR\aresults\x12\x16\n" +
+	"\x06packed\x18\x02 \x01(\fR\x06packed\"D\n" +
 	"\x0fRetrieveRequest\x121\n" +
 	"\x06sample\x18\x01 \x01(\v2\x19.hayloft.plugin.v1.SampleR\x06sample\"E\n" +
 	"\x05Chunk\x12\x0e\n" +

@@ -1,0 +1,322 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/hayloft/hayloft/sdk"
+	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
+)
+
+// A packed score batch (ScoreBatchRequest.packed, FeaturePackedScoreBatch)
+// carries requests whose samples hold only an id, targets and a language:
+// a varint count of requests, then per request a varint of flags, the id, prediction and language as length-prefixed
+// bytes, a varint count of targets and the targets. A batch of such
+// requests crosses as one bytes field, which each side copies once,
+// instead of two messages and a few strings per request that the plugin
+// allocates one by one.
+const (
+	packedForAggregate = 1 << iota
+	packedScoreObject
+)
+
+// packable reports whether req can travel packed: a sample of an id,
+// targets and a language and nothing else.
+// TestPackableSeesEveryField holds it to every field of sdk.Sample.
+func packable(req *sdk.ScoreRequest) bool {
+	s := req.Sample
+	return s != nil && s.Context == "" && s.Question == "" && s.Messages == nil && s.Choices == nil &&
+		s.Length == (sdk.Length{}) && math.Float64bits(s.Depth) == 0 && s.Subtask == "" && s.Grid == nil &&
+		s.MaxNewTokens == 0 && s.Window == 0 && s.Metadata == nil
+}
+
+// packBufs holds the buffers of packed batches already sent: each is a
+// batch's worth of text, which fresh would cost its page faults again.
+var packBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// packScoreRequests appends the packed form of reqs, which packable
+// accepts, to b.
+func packScoreRequests(b []byte, reqs []*sdk.ScoreRequest) []byte {
+	size := 0
+	for _, r := range reqs {
+		size += 1 + 3*maxVarint + len(r.Sample.ID) + len(r.Prediction) + len(r.Sample.Language) + maxVarint
+		for _, t := range r.Sample.Targets {
+			size += maxVarint + len(t)
+		}
+	}
+	b = slices.Grow(b, size+maxVarint)
+	b = protowire.AppendVarint(b, uint64(len(reqs)))
+	for _, r := range reqs {
+		var flags uint64
+		if r.ForAggregate {
+			flags |= packedForAggregate
+		}
+		if r.ScoreObject {
+			flags |= packedScoreObject
+		}
+		b = protowire.AppendVarint(b, flags)
+		b = protowire.AppendString(b, r.Sample.ID)
+		b = protowire.AppendString(b, r.Prediction)
+		b = protowire.AppendString(b, r.Sample.Language)
+		b = protowire.AppendVarint(b, uint64(len(r.Sample.Targets)))
+		for _, t := range r.Sample.Targets {
+			b = protowire.AppendString(b, t)
+		}
+	}
+	return b
+}
+
+// maxVarint bounds the length of a varint.
+const maxVarint = 10
+
+var errPacked = errors.New("packed score batch: truncated or too long")
+
+// unpackScoreRequests decodes a packed batch into requests and their
+// samples. Their strings share b's memory, which is never written again
+// (the decoded message's own copy); each is checked to be UTF-8 as a
+// protobuf string would be.
+func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
+	count, n := protowire.ConsumeVarint(b)
+	if n < 0 || count > uint64(len(b)-n)/5 { // a request takes 5 bytes at least
+		return nil, errPacked
+	}
+	b = b[n:]
+	reqs := make([]sdk.ScoreRequest, 0, count)
+	samples := make([]sdk.Sample, 0, count)
+	targets := make([]string, 0, count) // one slice for every request's targets
+	type span struct{ req, start, end int }
+	var spans []span
+	for k := range int(count) {
+		flags, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return nil, fmt.Errorf("request %d: %w", k, errPacked)
+		}
+		b = b[n:]
+		var strs [3]string // id, prediction, language
+		for i := range strs {
+			if strs[i], b, n = packedString(b); n < 0 {
+				return nil, fmt.Errorf("request %d: %w", k, errPacked)
+			}
+		}
+		nt, n := protowire.ConsumeVarint(b)
+		if n < 0 || nt > uint64(len(b)) { // each target takes a byte at least
+			return nil, fmt.Errorf("request %d: %w", k, errPacked)
+		}
+		b = b[n:]
+		start := len(targets)
+		for range nt {
+			var t string
+			if t, b, n = packedString(b); n < 0 {
+				return nil, fmt.Errorf("request %d: %w", k, errPacked)
+			}
+			targets = append(targets, t)
+		}
+		for i, s := range strs {
+			if !utf8.ValidString(s) {
+				return nil, fmt.Errorf("request %d: field %d is not UTF-8", k, i+1)
+			}
+		}
+		for _, t := range targets[start:] {
+			if !utf8.ValidString(t) {
+				return nil, fmt.Errorf("request %d: a target is not UTF-8", k)
+			}
+		}
+		samples = append(samples, sdk.Sample{ID: strs[0], Language: strs[2]})
+		reqs = append(reqs, sdk.ScoreRequest{Prediction: strs[1], ForAggregate: flags&packedForAggregate != 0, ScoreObject: flags&packedScoreObject != 0})
+		if nt > 0 {
+			spans = append(spans, span{k, start, len(targets)})
+		}
+	}
+	if len(b) > 0 {
+		return nil, fmt.Errorf("%d bytes after %d requests: %w", len(b), count, errPacked)
+	}
+	// Pointers and target slices are set once the slabs stop moving.
+	for i := range reqs {
+		reqs[i].Sample = &samples[i]
+	}
+	for _, s := range spans {
+		samples[s.req].Targets = targets[s.start:s.end:s.end]
+	}
+	return reqs, nil
+}
+
+// packedString consumes one length-prefixed string of b, sharing b's
+// memory; n is negative when b is too short.
+func packedString(b []byte) (s string, rest []byte, n int) {
+	l, n := protowire.ConsumeVarint(b)
+	if n < 0 || l > uint64(len(b)-n) {
+		return "", b, -1
+	}
+	v := b[n : n+int(l)]
+	return unsafe.String(unsafe.SliceData(v), len(v)), b[n+int(l):], n
+}
+
+// The results of a packed batch whose requests all succeeded go back
+// packed too (ScoreBatchResponse.packed), and so do the scores of an
+// aggregate to a plugin that takes packed batches (AggregateRequest.packed):
+// a varint count of results, then per result a varint of flags, the value's 8 bytes, the details as
+// length-prefixed bytes, a varint count of stats and their 8 bytes each.
+// The receiver then decodes them with one copy and an array of numbers
+// instead of two messages, a details copy and a stats slice per result.
+const (
+	packedInvalid = 1 << iota
+	packedObject
+)
+
+// packedResultSize bounds the packed size of one result.
+func packedResultSize(details []byte, stats []float64) int {
+	return 1 + 8 + maxVarint + len(details) + maxVarint + 8*len(stats)
+}
+
+// appendPackedResult appends one packed result.
+func appendPackedResult(b []byte, value float64, invalid, object bool, details []byte, stats []float64) []byte {
+	var flags uint64
+	if invalid {
+		flags |= packedInvalid
+	}
+	if object {
+		flags |= packedObject
+	}
+	b = protowire.AppendVarint(b, flags)
+	b = protowire.AppendFixed64(b, math.Float64bits(value))
+	b = protowire.AppendBytes(b, details)
+	b = protowire.AppendVarint(b, uint64(len(stats)))
+	for _, v := range stats {
+		b = protowire.AppendFixed64(b, math.Float64bits(v))
+	}
+	return b
+}
+
+// packScoreResults is the packed form of results, or nil when one of them
+// is an error (errors travel as messages).
+func packScoreResults(results []*pb.ScoreResult) []byte {
+	size := 0
+	for _, r := range results {
+		p := r.GetResponse()
+		if r.GetError() != nil || p == nil {
+			return nil
+		}
+		size += packedResultSize(p.GetDetailsJson(), p.GetStats())
+	}
+	b := make([]byte, 0, size+maxVarint)
+	b = protowire.AppendVarint(b, uint64(len(results)))
+	for _, r := range results {
+		p := r.GetResponse()
+		b = appendPackedResult(b, p.GetValue(), p.GetInvalid(), p.GetScoreObject(), p.GetDetailsJson(), p.GetStats())
+	}
+	return b
+}
+
+// packAggregateScores is the packed form of the results an aggregate
+// reads: those without an error. A result's Details, when it has no JSON,
+// are encoded as ScoreBatch's client would send them.
+func packAggregateScores(results []ScoreResult) ([]byte, error) {
+	size, n := 0, 0
+	for _, r := range results {
+		if r.Err == nil && r.Response != nil {
+			size += packedResultSize(r.DetailsJSON, r.Response.Stats) + len(r.ScoreJSON)
+			n++
+		}
+	}
+	b := make([]byte, 0, size+maxVarint)
+	b = protowire.AppendVarint(b, uint64(n))
+	for _, r := range results {
+		if r.Err != nil || r.Response == nil {
+			continue
+		}
+		d, object := r.DetailsJSON, false
+		switch {
+		case d == nil && r.ScoreJSON != nil:
+			d, object = r.ScoreJSON, true
+		case d == nil && len(r.Response.Details) > 0:
+			var err error
+			if d, err = encodeMap("score details", r.Response.Details); err != nil {
+				return nil, err
+			}
+		}
+		b = appendPackedResult(b, r.Response.Value, r.Response.Invalid, object, d, r.Response.Stats)
+	}
+	return b, nil
+}
+
+// unpackScoreResults decodes packed results, their responses in one array.
+// Details share b's memory, which is never written again; the stats of all
+// share one array.
+func unpackScoreResults(b []byte) ([]ScoreResult, error) {
+	want, n := protowire.ConsumeVarint(b)
+	if n < 0 || want > uint64(len(b)-n)/11 { // a result takes 11 bytes at least
+		return nil, errPackedResults
+	}
+	b = b[n:]
+	results := make([]ScoreResult, 0, want)
+	resps := make([]sdk.ScoreResponse, 0, want)
+	var stats []float64
+	type span struct{ res, start, end int }
+	var spans []span
+	for k := range int(want) {
+		flags, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
+		}
+		b = b[n:]
+		bits, n := protowire.ConsumeFixed64(b)
+		if n < 0 {
+			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
+		}
+		b = b[n:]
+		details, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
+		}
+		b = b[n:]
+		count, n := protowire.ConsumeVarint(b)
+		if n < 0 || count > uint64(len(b)-n)/8 {
+			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
+		}
+		b = b[n:]
+		if stats == nil && count > 0 {
+			// Results mostly have as many statistics as the first.
+			stats = make([]float64, 0, int(count)*(int(want)-k))
+		}
+		start := len(stats)
+		for range count {
+			v, _ := protowire.ConsumeFixed64(b)
+			b = b[8:]
+			stats = append(stats, math.Float64frombits(v))
+		}
+		if count > 0 {
+			spans = append(spans, span{k, start, len(stats)})
+		}
+		resps = append(resps, sdk.ScoreResponse{Value: math.Float64frombits(bits), Invalid: flags&packedInvalid != 0})
+		if len(details) == 0 {
+			details = nil // as a message's absent bytes field reads
+		} else {
+			details = details[:len(details):len(details)]
+		}
+		r := ScoreResult{DetailsJSON: details}
+		if flags&packedObject != 0 {
+			r = ScoreResult{ScoreJSON: details}
+		}
+		results = append(results, r)
+	}
+	if len(b) > 0 {
+		return nil, fmt.Errorf("%d bytes after %d results: %w", len(b), want, errPackedResults)
+	}
+	// Pointers and stats are set once the arrays stop moving.
+	for k := range results {
+		results[k].Response = &resps[k]
+	}
+	for _, s := range spans {
+		resps[s.res].Stats = stats[s.start:s.end:s.end]
+	}
+	return results, nil
+}
+
+var errPackedResults = errors.New("packed score results: truncated or too long")

@@ -1,0 +1,240 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/hayloft/hayloft/sdk"
+	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
+)
+
+// Only samples of an id, targets and a language travel packed.
+func TestPackable(t *testing.T) {
+	for _, tc := range []struct {
+		sample *sdk.Sample
+		want   bool
+	}{
+		{nil, false},
+		{&sdk.Sample{}, true},
+		{&sdk.Sample{ID: "line 1", Targets: []string{"a", "b"}, Language: "zh"}, true},
+		{&sdk.Sample{ID: "x", Context: "c"}, false},
+		{&sdk.Sample{ID: "x", Choices: []string{}}, false},
+		{&sdk.Sample{ID: "x", Metadata: map[string]any{"references": map[string]any{}}}, false},
+		{&sdk.Sample{ID: "x", Length: sdk.Length{Tokens: 3}}, false},
+		{&sdk.Sample{ID: "x", Grid: &sdk.GridPoint{}}, false},
+		{&sdk.Sample{ID: "x", Window: 8}, false},
+	} {
+		if got := packable(&sdk.ScoreRequest{Sample: tc.sample}); got != tc.want {
+			t.Errorf("packable(%+v) = %v, want %v", tc.sample, got, tc.want)
+		}
+	}
+}
+
+// packable looks at every field of a sample: one that is set and not the
+// id, targets or language keeps the sample from traveling packed. A field
+// added to sdk.Sample fails here until packable knows it.
+func TestPackableSeesEveryField(t *testing.T) {
+	typ := reflect.TypeFor[sdk.Sample]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		s := sdk.Sample{}
+		v := reflect.ValueOf(&s).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Int, reflect.Int64:
+			v.SetInt(1)
+		case reflect.Float64:
+			v.SetFloat(math.Copysign(0, -1)) // even -0 is not the zero value
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(f.Type, 0, 0))
+		case reflect.Map:
+			v.Set(reflect.MakeMap(f.Type))
+		case reflect.Pointer:
+			v.Set(reflect.New(f.Type.Elem()))
+		case reflect.Struct:
+			v.Field(0).Set(reflect.ValueOf(1).Convert(f.Type.Field(0).Type))
+		default:
+			t.Fatalf("field %s: kind %s not covered by this test", f.Name, v.Kind())
+		}
+		want := f.Name == "ID" || f.Name == "Targets" || f.Name == "Language"
+		if got := packable(&sdk.ScoreRequest{Sample: &s}); got != want {
+			t.Errorf("sample with %s set: packable = %v, want %v", f.Name, got, want)
+		}
+	}
+}
+
+// A packed batch decodes to the requests it was made of, flags, empty
+// strings, no targets and non-ASCII text included.
+func TestPackedRoundTrip(t *testing.T) {
+	reqs := []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "line 1", Targets: []string{"the cat", "a cat"}}, Prediction: "the cat"},
+		{Sample: &sdk.Sample{ID: "", Language: "zh"}, Prediction: "", ForAggregate: true},
+		{Sample: &sdk.Sample{ID: "été", Targets: []string{"", "中文"}}, Prediction: "x\x00y", ScoreObject: true},
+		{Sample: &sdk.Sample{ID: string(make([]byte, 300)), Targets: []string{string(make([]byte, 70000))}}, ForAggregate: true, ScoreObject: true},
+	}
+	got, err := unpackScoreRequests(packScoreRequests(nil, reqs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(reqs) {
+		t.Fatalf("%d requests, want %d", len(got), len(reqs))
+	}
+	for i, want := range reqs {
+		if !reflect.DeepEqual(&got[i], want) {
+			t.Errorf("request %d: got %+v, want %+v", i, got[i], *want)
+		}
+	}
+}
+
+// A packed batch that is cut short or holds text that is not UTF-8 is an
+// error, never a panic or a wrong request.
+func TestUnpackBad(t *testing.T) {
+	good := packScoreRequests(nil, []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a", Targets: []string{"bc", "d"}}, Prediction: "ef"}})
+	for n := range len(good) {
+		if reqs, err := unpackScoreRequests(good[:n]); err == nil {
+			t.Errorf("cut at %d of %d: no error (%+v)", n, len(good), reqs)
+		}
+	}
+	if _, err := unpackScoreRequests(append(good, 0)); err == nil {
+		t.Error("a byte too many: no error")
+	}
+	bad := packScoreRequests(nil, []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a", Targets: []string{"b\xff"}}}})
+	if _, err := unpackScoreRequests(bad); err == nil {
+		t.Error("a target that is not UTF-8: no error")
+	}
+	bad = packScoreRequests(nil, []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a"}, Prediction: "\xc3"}})
+	if _, err := unpackScoreRequests(bad); err == nil {
+		t.Error("a prediction that is not UTF-8: no error")
+	}
+}
+
+// A served scorer answers a packed batch as it answers the same requests
+// as messages: a batch of plain samples goes packed, one with a richer
+// sample goes as messages, and both give the same results.
+func TestPackedBatchServed(t *testing.T) {
+	set := sdk.NewSet("packtest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	if !sc.Info().Serves(FeaturePackedScoreBatch) {
+		t.Fatalf("features %v: no %s", sc.Info().Features, FeaturePackedScoreBatch)
+	}
+	plain := []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "s0", Targets: []string{"t"}}, Prediction: "xx", ScoreObject: true},
+		{Sample: &sdk.Sample{ID: "s1"}, Prediction: "fail"},
+		{Sample: &sdk.Sample{ID: "s2", Language: "en"}, Prediction: "xyz"},
+	}
+	rich := append(plain[:3:3], &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "s3", Context: "c"}, Prediction: "q"})
+	if !allPackable(plain) || allPackable(rich) {
+		t.Fatal("the batches do not cover both forms")
+	}
+	ctx := context.Background()
+	packed, err := sc.ScoreBatch(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages, err := sc.ScoreBatch(ctx, rich)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range packed {
+		m := messages[i]
+		if (p.Err != nil) != (m.Err != nil) || (p.Err == nil && (p.Response.Value != m.Response.Value ||
+			string(p.ScoreJSON) != string(m.ScoreJSON) || string(p.DetailsJSON) != string(m.DetailsJSON))) {
+			t.Errorf("request %d: packed %+v %s %s %v, as messages %+v %s %s %v", i,
+				p.Response, p.ScoreJSON, p.DetailsJSON, p.Err, m.Response, m.ScoreJSON, m.DetailsJSON, m.Err)
+		}
+	}
+	if r := packed[0]; r.Err != nil || string(r.ScoreJSON) != `{"invalid":false,"own":"s0","value":2}` {
+		t.Errorf("packed score object: %s, %v", r.ScoreJSON, r.Err)
+	}
+	if packed[1].Err == nil {
+		t.Error("packed failing request: no error")
+	}
+	// Without a failure the answer comes packed too, and reads the same.
+	ok := []*sdk.ScoreRequest{plain[0], plain[2]}
+	packed, err = sc.ScoreBatch(ctx, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, i := range []int{0, 2} {
+		p, m := packed[k], messages[i]
+		if p.Err != nil || p.Response.Value != m.Response.Value || string(p.ScoreJSON) != string(m.ScoreJSON) || string(p.DetailsJSON) != string(m.DetailsJSON) {
+			t.Errorf("request %d: packed answer %+v %s %s %v, as messages %+v %s %s", i, p.Response, p.ScoreJSON, p.DetailsJSON, p.Err, m.Response, m.ScoreJSON, m.DetailsJSON)
+		}
+	}
+}
+
+// Packed results decode to what the messages they were made of read as,
+// and a packed answer cut short or too long is an error.
+func TestPackedResults(t *testing.T) {
+	msgs := []*pb.ScoreResult{
+		{Response: &pb.ScoreResponse{Value: 0.5, DetailsJson: []byte(`{"a":1}`), Stats: []float64{1, 2, 3}}},
+		{Response: &pb.ScoreResponse{Value: math.Inf(-1), Invalid: true}},
+		{Response: &pb.ScoreResponse{Value: 2, DetailsJson: []byte(`{"invalid":false,"value":2}`), ScoreObject: true, Stats: []float64{-0.0}}},
+	}
+	b := packScoreResults(msgs)
+	got, err := unpackScoreResults(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(msgs) {
+		t.Fatalf("%d results, want %d", len(got), len(msgs))
+	}
+	for i, m := range msgs {
+		want := scoreResultFromProto(m)
+		if !reflect.DeepEqual(got[i], want) {
+			t.Errorf("result %d: got %+v %+v, want %+v %+v", i, got[i], *got[i].Response, want, *want.Response)
+		}
+	}
+	for n := range len(b) {
+		if got, err := unpackScoreResults(b[:n]); err == nil {
+			t.Errorf("cut at %d of %d: no error (%d results)", n, len(b), len(got))
+		}
+	}
+	if _, err := unpackScoreResults(append(b, 0)); err == nil {
+		t.Error("a byte too many: no error")
+	}
+	if packScoreResults(append(msgs, &pb.ScoreResult{Error: &pb.Error{Message: "x"}})) != nil {
+		t.Error("results with an error packed")
+	}
+}
+
+// objectAggregator is objectScorer whose aggregate reads the details.
+type objectAggregator struct{ objectScorer }
+
+func (objectAggregator) Aggregate(_ context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	for _, s := range req.Scores {
+		if _, ok := s.Details["own"]; !ok || s.Details["value"] != nil || s.Details["invalid"] != nil || len(s.Stats) != 2 {
+			return nil, fmt.Errorf("want the details alone and the stats, got %+v", s)
+		}
+	}
+	return &sdk.AggregateResponse{N: len(req.Scores)}, nil
+}
+
+// Scores sent back packed for an aggregate reach an aggregator that reads
+// details with their details (a score object's without the response's
+// own fields) and their statistics.
+func TestPackedAggregate(t *testing.T) {
+	set := sdk.NewSet("packtest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectAggregator{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	ctx := context.Background()
+	results, err := sc.ScoreBatch(ctx, []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "s0"}, Prediction: "xx", ScoreObject: true},
+		{Sample: &sdk.Sample{ID: "s1"}, Prediction: "xyz"},
+		{Sample: &sdk.Sample{ID: "s2"}, Prediction: "fail"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg, err := sc.AggregateResults(ctx, results)
+	if err != nil || agg.N != 2 {
+		t.Fatalf("aggregate = %+v, %v; want 2 scores", agg, err)
+	}
+}
