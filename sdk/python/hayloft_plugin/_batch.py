@@ -228,9 +228,11 @@ def _sample(buf: bytes, i: int, end: int, decode_map: Callable[[str, bytes], dic
 def decode_score_batch(buf: bytes, decode_map: Callable[[str, bytes], dict]) -> List[Tuple[Any, str]]:
     """The (sample, prediction) of each request of an encoded
     ScoreBatchRequest (requests = 1; ScoreRequest: sample = 1,
-    prediction = 2). ScoreRequest.for_aggregate = 3 is skipped: it only
-    allows a scorer to leave its details out, and a Python scorer always
-    returns them. A sample whose metadata does not decode is that
+    prediction = 2). ScoreRequest.for_aggregate = 3 and score_object = 4
+    are skipped: the first only allows a scorer to leave its details out,
+    and a Python scorer always returns them; the second asks for the whole
+    score object, which the host builds from the details when the response
+    does not say it holds one. A sample whose metadata does not decode is that
     exception instead; a malformed message raises DecodeError."""
     try:
         return _decode_score_batch(buf, decode_map)

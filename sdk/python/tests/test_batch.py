@@ -46,13 +46,17 @@ class DecodeTest(unittest.TestCase):
         # FULL must set every field of pb.Sample.
         p = _wire.sample_to_pb(FULL)
         self.assertEqual({f.name for f, _ in p.ListFields()}, {f.name for f in pb.Sample.DESCRIPTOR.fields})
-        # for_aggregate (3) is a hint this decoder skips on purpose (see
-        # decode_score_batch); test_for_aggregate_is_skipped holds it to that.
-        self.assertEqual({f.name: f.number for f in pb.ScoreRequest.DESCRIPTOR.fields}, {"sample": 1, "prediction": 2, "for_aggregate": 3})
-        self.assertEqual({f.name: f.number for f in pb.ScoreBatchRequest.DESCRIPTOR.fields}, {"requests": 1})
+        # for_aggregate (3) and score_object (4) are hints this decoder skips
+        # on purpose (see decode_score_batch): a Python scorer answers with
+        # its details, and the host builds the score object from them.
+        # ScoreBatchRequest.packed (2) is sent only to plugins that report the
+        # "score_batch.packed" feature, which the Python SDK does not.
+        # test_hints_are_skipped holds the decoder to that.
+        self.assertEqual({f.name: f.number for f in pb.ScoreRequest.DESCRIPTOR.fields}, {"sample": 1, "prediction": 2, "for_aggregate": 3, "score_object": 4})
+        self.assertEqual({f.name: f.number for f in pb.ScoreBatchRequest.DESCRIPTOR.fields}, {"requests": 1, "packed": 2})
 
-    def test_for_aggregate_is_skipped(self):
-        raw = batch(pb.ScoreRequest(sample=pb.Sample(id="a"), prediction="p", for_aggregate=True), pb.ScoreRequest(prediction="q"))
+    def test_hints_are_skipped(self):
+        raw = batch(pb.ScoreRequest(sample=pb.Sample(id="a"), prediction="p", for_aggregate=True), pb.ScoreRequest(prediction="q", score_object=True))
         self.assertEqual([(s.id, p) for s, p in self.decode(raw)], [("a", "p"), ("", "q")])
 
     def test_fresh_lists_per_sample(self):
