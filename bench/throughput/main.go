@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -292,7 +293,8 @@ func measure(ctx context.Context, s settings, dir string, log io.Writer) ([]row,
 	}
 
 	if s.rows["slow"] {
-		slow, err := openaitest.Start(openaitest.Options{Latency: s.latency})
+		var tl timeline
+		slow, err := openaitest.Start(openaitest.Options{Latency: s.latency, Observe: tl.observe})
 		if err != nil {
 			return rows, err
 		}
@@ -303,6 +305,7 @@ func measure(ctx context.Context, s settings, dir string, log io.Writer) ([]row,
 			return rows, err
 		}
 		slow.Close()
+		r.note = appendNote(r.note, tl.summary(s.slowConc))
 		r.name = fmt.Sprintf("hayloft, %s latency", s.latency)
 		ideal := float64(s.slowConc) / s.latency.Seconds()
 		r.note = appendNote(r.note, fmt.Sprintf("%.0f%% of ideal %.0f req/s", 100*r.rps()/ideal, ideal))
@@ -468,6 +471,15 @@ func kernelRow(ctx context.Context, j job, srv *openaitest.Server) (row, error) 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	srv.ResetCounters()
+	if j.profile != "" {
+		// The fake server's own profile, beside the client's: it shares
+		// the cores with them.
+		stop, err := profileSelf(filepath.Join(j.profile, fmt.Sprintf("server-%d.pprof", os.Getpid())))
+		if err != nil {
+			return row{}, err
+		}
+		defer stop()
+	}
 	cpu0 := selfCPU()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -587,6 +599,19 @@ func buildHayloft(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build hayloft (run from inside the hayloft module, or pass -hayloft): %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// profileSelf writes a CPU profile of this process to path until stop.
+func profileSelf(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("profile the server: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func tail(b []byte, n int) []byte {

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -124,9 +126,62 @@ func (w *rssWatch) sample() {
 	}
 }
 
-// descendants lists the processes under root, from each process's parent
-// in /proc/PID/stat.
+// descendants lists the processes under root: from the children files of
+// each thread of each process (/proc/PID/task/TID/children) where the
+// kernel has them, else from every process's parent.
+//
+// The scan of every process's stat file cost this process 6 % of a core
+// at a sample every 20 ms (81 processes on the machine), CPU that the
+// rows' client and server then lacked; the children files cost a read
+// per thread of the tree's few processes.
 func descendants(root int) []int {
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		kids, ok := childrenOf(p)
+		if !ok {
+			return scanDescendants(root)
+		}
+		out = append(out, kids...)
+		queue = append(queue, kids...)
+	}
+	return out
+}
+
+// childrenOf lists pid's children from its threads' children files; ok
+// is false when the kernel has none (CONFIG_PROC_CHILDREN unset). A
+// process gone meanwhile has no children.
+func childrenOf(pid int) (kids []int, ok bool) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(pid), "children")); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(dir); err == nil {
+			return nil, false // the process is there, its children file is not
+		}
+		return nil, true
+	}
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, true
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "children"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, c)
+			}
+		}
+	}
+	return kids, true
+}
+
+// scanDescendants lists the processes under root, from each process's
+// parent in /proc/PID/stat.
+func scanDescendants(root int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"slices"
 	"testing"
 )
 
@@ -29,5 +31,33 @@ func TestMemStatus(t *testing.T) {
 		anon: map[int]int64{7: 1 << 20}, file: map[int]int64{7: 2 << 20}}
 	if got, want := w.breakdown(), "     3.0 MB  (anon   1.0, file   2.0)  hayloft plugin start task niah\n"; got != want {
 		t.Errorf("breakdown:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// descendants finds a child and its child, by the children files and by
+// the scan of every process alike.
+func TestDescendants(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc:", err)
+	}
+	// sh starts cat and waits for it: a child and a grandchild, both
+	// alive until cat's stdin closes.
+	cmd := exec.Command("sh", "-c", "cat; exit 0")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	for name, list := range map[string]func(int) []int{"descendants": descendants, "scanDescendants": scanDescendants} {
+		got := list(os.Getpid())
+		if !slices.Contains(got, cmd.Process.Pid) {
+			t.Errorf("%s(self) = %v: no child %d", name, got, cmd.Process.Pid)
+		}
+	}
+	if got := descendants(-1); len(got) != 0 {
+		t.Errorf("descendants of no process = %v", got)
 	}
 }

@@ -124,6 +124,10 @@ type Options struct {
 	// slots (llama.go): id_slot, a prefix cache per slot, timings.cache_n,
 	// and /props and /slots as llama-server reports them. Not with Engine.
 	Llama *LlamaConfig
+	// Observe, when set, is called after every request with its path, when
+	// it arrived and when its answer was written: a benchmark's timeline
+	// (how many the server held at once, how soon a client asked again).
+	Observe func(path string, arrived, answered time.Time)
 }
 
 // ChatRequest is what the answer policy sees: the chat messages, or for the
@@ -270,21 +274,26 @@ func (s *Server) Close() {
 // count records the path and status of every request.
 func (s *Server) count(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
 		s.mu.Lock()
 		s.paths[r.URL.Path]++
 		s.auth = append(s.auth, r.Header.Get("Authorization"))
 		span := s.spans[r.URL.Path]
 		if span == nil {
-			span = &[2]time.Time{time.Now()}
+			span = &[2]time.Time{arrived}
 			s.spans[r.URL.Path] = span
 		}
 		s.mu.Unlock()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
+		answered := time.Now()
 		s.mu.Lock()
 		s.statuses[sw.status]++
-		span[1] = time.Now()
+		span[1] = answered
 		s.mu.Unlock()
+		if s.opts.Observe != nil {
+			s.opts.Observe(r.URL.Path, arrived, answered)
+		}
 	})
 }
 
