@@ -333,8 +333,8 @@ func doorsRow(ctx context.Context, s settings, dir, profile string, srv *openait
 }
 
 func appendNote(note, more string) string {
-	if note == "" {
-		return more
+	if note == "" || more == "" {
+		return note + more
 	}
 	return note + "; " + more
 }

@@ -26,11 +26,13 @@ func (t *timeline) observe(path string, arrived, answered time.Time) {
 	t.mu.Unlock()
 }
 
-// summary is the timeline of requests with conc allowed: the mean held at
-// the server from the first arrival to the last answer, and the client's
-// turn, the k-th answer to the (conc+k)-th arrival (the request a freed
-// slot let go, answers and arrivals each taken in time order), as mean and
-// percentiles; "" with too few requests.
+// summary is the timeline of requests with conc allowed: how long the
+// first conc took to reach the server after the first (the first round,
+// which every later one inherits); the mean held at the server from the
+// first arrival to the last answer; and the client's turn, the k-th answer
+// to the (conc+k)-th arrival (the request a freed slot let go, answers and
+// arrivals each taken in time order), as mean and percentiles; "" with too
+// few requests.
 func (t *timeline) summary(conc int) string {
 	t.mu.Lock()
 	arr, ans := slices.Clone(t.arrived), slices.Clone(t.answered)
@@ -56,7 +58,8 @@ func (t *timeline) summary(conc int) string {
 	pct := func(p float64) float64 {
 		return float64(turns[int(p*float64(len(turns)-1))].Microseconds()) / 1000
 	}
-	return fmt.Sprintf("at the server %.1f held on average, %.1f ms each; client turn from an answer to the next request %.1f ms mean (p50 %.1f, p90 %.1f, p99 %.1f)",
+	return fmt.Sprintf("first %d requests reached the server over %.1f ms; at the server %.1f held on average, %.1f ms each; client turn from an answer to the next request %.1f ms mean (p50 %.1f, p90 %.1f, p99 %.1f)",
+		conc, float64(arr[conc-1].Sub(arr[0]).Microseconds())/1000,
 		held.Seconds()/span.Seconds(), held.Seconds()*1000/float64(len(arr)),
 		sum.Seconds()*1000/float64(len(turns)), pct(.5), pct(.9), pct(.99))
 }

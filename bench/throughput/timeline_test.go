@@ -15,7 +15,7 @@ func TestTimelineSummary(t *testing.T) {
 		tl.observe(chatPath, ms(r[0]), ms(r[1]))
 	}
 	tl.observe("/v1/models", ms(0), ms(200)) // not a chat request: not counted
-	want := "at the server 1.9 held on average, 50.0 ms each; client turn from an answer to the next request 2.0 ms mean (p50 2.0, p90 2.0, p99 2.0)"
+	want := "first 2 requests reached the server over 1.0 ms; at the server 1.9 held on average, 50.0 ms each; client turn from an answer to the next request 2.0 ms mean (p50 2.0, p90 2.0, p99 2.0)"
 	if got := tl.summary(2); got != want {
 		t.Errorf("summary:\n%s\nwant\n%s", got, want)
 	}
