@@ -541,7 +541,7 @@ func kernelRow(ctx context.Context, j job, srv *openaitest.Server) (row, error) 
 	}
 	if first, last := srv.Span(chatPath); !first.IsZero() {
 		r.before, r.after = first.Sub(start), start.Add(wall).Sub(last)
-		r.note = appendNote(r.note, fmt.Sprintf("start %.2fs, serve %.2fs (%.0f req/s), end %.2fs",
+		r.note = appendNote(r.note, fmt.Sprintf("start %.3fs, serve %.3fs (%.0f req/s), end %.3fs",
 			r.before.Seconds(), last.Sub(first).Seconds(), r.serveRPS(), r.after.Seconds()))
 	}
 	if b := r.busy(); b > 0 {
