@@ -325,3 +325,19 @@ func (r *Runner) feedSoon() {
 		r.opts.Store.FeedSoon()
 	}
 }
+
+// lastSamples is called once a phase's task has no more samples to give:
+// what the log holds is fed now (feedSoon), and from then on each answer's
+// records as they are synced (store.FeedFollow), while the last samples
+// are at the model and the cores have time, rather than together at the
+// end, where the feed held up the bootstrap of the metrics and the report.
+func (r *Runner) lastSamples() {
+	r.feedSoon()
+	r.feedFollow(true)
+}
+
+func (r *Runner) feedFollow(on bool) {
+	if r.opts.Store != nil {
+		r.opts.Store.FeedFollow(on)
+	}
+}

@@ -112,14 +112,15 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 	done := newDoneQueue()
 	listen := order == config.OrderPrefix
 	read, exhausted := 0, false
+	// The journal feeds in large batches while samples are read; the last
+	// ones are fed as they come (see Runner.lastSamples).
+	r.feedFollow(false)
 	for {
 		for !exhausted && !win.Full() {
 			smp, err, ok := next()
 			if !ok {
 				exhausted = true
-				// What the log holds is fed while the last samples
-				// are at the model (see Runner.feedSoon).
-				r.feedSoon()
+				r.lastSamples()
 				break
 			}
 			if err != nil {
@@ -127,6 +128,7 @@ func (r *Runner) stream(ctx context.Context, runID, evalName, order string, task
 			}
 			if read++; limit > 0 && read >= limit {
 				exhausted = true
+				r.lastSamples()
 			}
 			if !r.opts.Shard.Has(smp.ID) {
 				continue // another shard's; read counts it, so --limit means the same samples in every shard

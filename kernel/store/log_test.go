@@ -662,3 +662,62 @@ func TestLingerBytes(t *testing.T) {
 		t.Errorf("batch of %d records, want 2", len(got))
 	}
 }
+
+// feedDue: a feed's worth of records or bytes, or anything at all while
+// the feeder follows the log.
+func TestFeedDue(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		records int
+		bytes   int
+		follow  bool
+		want    bool
+	}{
+		{"empty", 0, 0, false, false},
+		{"a few", 3, 300, false, false},
+		{"feedRecords", feedRecords, 300, false, true},
+		{"feedBytes", 1, feedBytes, false, true},
+		{"following, empty", 0, 0, true, false},
+		{"following, one", 1, 100, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Store{queue: make([]fedItem, c.records), queuedBytes: c.bytes}
+			s.follow.Store(c.follow)
+			if got := s.feedDue(); got != c.want {
+				t.Errorf("feedDue() = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// While the feeder follows the log, a synced record reaches the database
+// by itself: no flush, no FeedSoon, no feed's worth queued.
+func TestFeedFollow(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "j.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fed := make(chan int, 16)
+	s.fmu.Lock()
+	s.fedHook = func(n int) { fed <- n }
+	s.feedWait = time.Hour // no feed for want of records in time: only following feeds it
+	s.fmu.Unlock()
+	s.FeedFollow(true)
+	k := mustKeyer(t, testIdentity())
+	r := mustKeyed(t, k, testRequest(1))
+	if err := s.PutResponse(ctx, k, r, &sdk.GenerateResponse{Text: "a"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-fed; n != 1 {
+		t.Fatalf("fed %d records, want 1", n)
+	}
+	var rows int
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM responses WHERE key = ?", r.Key).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 {
+		t.Errorf("%d rows of the response in the database, want 1", rows)
+	}
+}

@@ -126,6 +126,12 @@ type Store struct {
 	feedErr     error
 	feedKick    chan struct{} // buffered 1: records were queued
 	feedNow     atomic.Bool   // FeedSoon was called: feed without waiting for more
+	follow      atomic.Bool   // FeedFollow: feed whatever is queued, as it comes
+	// fedHook, when set (tests, under fmu), hears how many records each
+	// feed of the feeder put in the database; feedWait, when set (tests,
+	// under fmu), replaces feedDelay.
+	fedHook     func(records int)
+	feedWait    time.Duration
 	flushReq    chan chan error
 	logStopped  chan struct{} // closed by the appender
 	feedStopped chan struct{} // closed by the feeder
