@@ -329,8 +329,9 @@ func (r *Runner) feedSoon() {
 // lastSamples is called once a phase's task has no more samples to give:
 // what the log holds is fed now (feedSoon), and from then on each answer's
 // records as they are synced (store.FeedFollow), while the last samples
-// are at the model and the cores have time, rather than together at the
-// end, where the feed held up the bootstrap of the metrics and the report.
+// are at the model and no request follows their answers, rather than
+// together at the end, where the feed held up the bootstrap of the
+// metrics and the report.
 func (r *Runner) lastSamples() {
 	r.feedSoon()
 	r.feedFollow(true)

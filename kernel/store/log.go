@@ -523,9 +523,9 @@ func (s *Store) FeedSoon() {
 // records of those answered meanwhile would otherwise wait for the run's
 // end to be fed in one go (some 500 records, 15-25 ms in the 50 ms row of
 // bench/throughput, beside the bootstrap of the run's metrics and ahead
-// of the report's reads), and the cores, waiting on the model, have time
-// for them now. Small feeds cost more per record (BenchmarkFeed), so it is
-// for the last few hundred records of a run, not for all of them.
+// of the report's reads), and the cores have time for them now: no request
+// follows those answers. Small feeds cost more per record (BenchmarkFeed),
+// so it is for the last few hundred records of a run, not for all of them.
 func (s *Store) FeedFollow(on bool) {
 	s.follow.Store(on)
 	if on {
