@@ -30,5 +30,6 @@ func startKernelProfile(cmd string) (func(), error) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		plugin.WriteAllocsProfile(filepath.Join(dir, fmt.Sprintf("allocs-kernel-%s-%d.pprof", cmd, os.Getpid())))
 	}, nil
 }

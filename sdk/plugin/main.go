@@ -140,5 +140,17 @@ func startCPUProfile(dir string, kind sdk.Kind, name string) (func(), error) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		WriteAllocsProfile(filepath.Join(dir, fmt.Sprintf("allocs-%s-%s-%d.pprof", kind, name, os.Getpid())))
 	}, nil
+}
+
+// WriteAllocsProfile writes the process's allocation profile (which the
+// runtime samples whatever the settings) to path, beside a CPU profile:
+// what a run allocates is what its fresh pages and collections cost.
+// Errors are ignored: a profile is a diagnostic.
+func WriteAllocsProfile(path string) {
+	if f, err := os.Create(path); err == nil {
+		pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
 }

@@ -45,4 +45,11 @@ func TestCPUProfileIsWritten(t *testing.T) {
 	if fi, err := os.Stat(matches[0]); err != nil || fi.Size() == 0 {
 		t.Fatalf("empty profile: %v", err)
 	}
+	allocs, _ := filepath.Glob(filepath.Join(dir, "allocs-scorer-exact-*.pprof"))
+	if len(allocs) != 1 {
+		t.Fatalf("allocation profiles: %v", allocs)
+	}
+	if fi, err := os.Stat(allocs[0]); err != nil || fi.Size() == 0 {
+		t.Fatalf("empty allocation profile: %v", err)
+	}
 }

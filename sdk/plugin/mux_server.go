@@ -101,7 +101,7 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 				if len(batch) == 0 {
 					break
 				}
-				if err := stream.Send(&pb.ReplyBatch{Replies: batch}); err != nil {
+				if err := sendReplies(stream, batch); err != nil {
 					return err
 				}
 			}
@@ -115,7 +115,7 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 			}()
 		case <-allDone:
 			if batch := out.take(); len(batch) > 0 {
-				if err := stream.Send(&pb.ReplyBatch{Replies: batch}); err != nil {
+				if err := sendReplies(stream, batch); err != nil {
 					return err
 				}
 				continue
@@ -123,6 +123,20 @@ func (cs callsServer) Stream(stream grpc.BidiStreamingServer[pb.CallBatch, pb.Re
 			return nil
 		}
 	}
+}
+
+// sendReplies sends a batch of replies. Send has encoded them when it
+// returns, so the packed score batches among them go back to packedReplies
+// for the next batches to be packed into.
+func sendReplies(stream grpc.BidiStreamingServer[pb.CallBatch, pb.ReplyBatch], batch []*pb.Reply) error {
+	err := stream.Send(&pb.ReplyBatch{Replies: batch})
+	for _, r := range batch {
+		if sb := r.GetScoreBatch(); sb != nil && sb.Packed != nil {
+			putPackedReply(sb.Packed)
+			sb.Packed = nil
+		}
+	}
+	return err
 }
 
 func callContext(parent context.Context, deadline int64) (context.Context, context.CancelFunc) {

@@ -83,16 +83,34 @@ var errPacked = errors.New("packed score batch: truncated or too long")
 // (the decoded message's own copy); each is checked to be UTF-8 as a
 // protobuf string would be.
 func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
+	return new(requestSlabs).unpack(b)
+}
+
+// requestSlabs are the arrays unpack decodes a packed batch into. A
+// server reuses them batch after batch once a batch's reply no longer
+// refers to them (batchMem), instead of a fresh batch's worth of memory
+// each time, which costs its page faults.
+type requestSlabs struct {
+	reqs    []sdk.ScoreRequest
+	samples []sdk.Sample
+	targets []string
+	spans   []reqSpan
+}
+
+type reqSpan struct{ req, start, end int }
+
+// unpack is unpackScoreRequests into m's arrays.
+func (m *requestSlabs) unpack(b []byte) ([]sdk.ScoreRequest, error) {
 	count, n := protowire.ConsumeVarint(b)
 	if n < 0 || count > uint64(len(b)-n)/5 { // a request takes 5 bytes at least
 		return nil, errPacked
 	}
 	b = b[n:]
-	reqs := make([]sdk.ScoreRequest, 0, count)
-	samples := make([]sdk.Sample, 0, count)
-	targets := make([]string, 0, count) // one slice for every request's targets
-	type span struct{ req, start, end int }
-	var spans []span
+	reqs := reuse(m.reqs, int(count))
+	samples := reuse(m.samples, int(count))
+	targets := reuse(m.targets, int(count)) // one slice for every request's targets
+	spans := m.spans[:0]
+	defer func() { m.reqs, m.samples, m.targets, m.spans = reqs, samples, targets, spans }()
 	for k := range int(count) {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {
@@ -131,7 +149,7 @@ func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
 		samples = append(samples, sdk.Sample{ID: strs[0], Language: strs[2]})
 		reqs = append(reqs, sdk.ScoreRequest{Prediction: strs[1], ForAggregate: flags&packedForAggregate != 0, ScoreObject: flags&packedScoreObject != 0})
 		if nt > 0 {
-			spans = append(spans, span{k, start, len(targets)})
+			spans = append(spans, reqSpan{k, start, len(targets)})
 		}
 	}
 	if len(b) > 0 {
@@ -145,6 +163,16 @@ func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
 		samples[s.req].Targets = targets[s.start:s.end:s.end]
 	}
 	return reqs, nil
+}
+
+// reuse is s emptied and cleared, with room for n, reallocated if it has
+// too little.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	clear(s[:cap(s)])
+	return s[:0]
 }
 
 // packedString consumes one length-prefixed string of b, sharing b's
@@ -205,13 +233,38 @@ func packScoreResults(results []*pb.ScoreResult) []byte {
 		}
 		size += packedResultSize(p.GetDetailsJson(), p.GetStats())
 	}
-	b := make([]byte, 0, size+maxVarint)
+	b := packedReply(size + maxVarint)
 	b = protowire.AppendVarint(b, uint64(len(results)))
 	for _, r := range results {
 		p := r.GetResponse()
 		b = appendPackedResult(b, p.GetValue(), p.GetInvalid(), p.GetScoreObject(), p.GetDetailsJson(), p.GetStats())
 	}
 	return b
+}
+
+// packedReplies holds the buffers of packed score batches already sent
+// (sendReplies): each is a batch's worth of details, which fresh would
+// cost its page faults again.
+var packedReplies = sync.Pool{}
+
+// packedReply is an empty buffer of at least size bytes, reused if a
+// free one is big enough.
+func packedReply(size int) []byte {
+	if b, ok := packedReplies.Get().(*[]byte); ok {
+		if cap(*b) >= size {
+			return (*b)[:0]
+		}
+		packedReplies.Put(b)
+	}
+	// A quarter more than asked, so that the next batches, a little
+	// larger or smaller, fit the same buffer.
+	return make([]byte, 0, size+size/4)
+}
+
+// putPackedReply hands back the buffer of a packed reply that is sent.
+func putPackedReply(b []byte) {
+	b = b[:0]
+	packedReplies.Put(&b)
 }
 
 // packAggregateScores is the packed form of the results an aggregate

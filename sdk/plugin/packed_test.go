@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -236,5 +237,60 @@ func TestPackedAggregate(t *testing.T) {
 	agg, err := sc.AggregateResults(ctx, results)
 	if err != nil || agg.N != 2 {
 		t.Fatalf("aggregate = %+v, %v; want 2 scores", agg, err)
+	}
+}
+
+// A plugin reuses a packed batch's memory (requests, results, details,
+// the packed reply) for the batches after it: batches of every size, in
+// flight together or one after another, with and without a failing
+// request (whose reply is not packed and keeps its memory), each get
+// their own answers.
+func TestPackedBatchMemoryReused(t *testing.T) {
+	set := sdk.NewSet("packtest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	ctx := context.Background()
+	batch := func(tag string, n int, failAt int) error {
+		reqs := make([]*sdk.ScoreRequest, n)
+		for i := range reqs {
+			pred := strings.Repeat("x", 1+(i*7)%300) // details of many sizes: chunks fill up
+			if i == failAt {
+				pred = "fail"
+			}
+			reqs[i] = &sdk.ScoreRequest{Sample: &sdk.Sample{ID: fmt.Sprintf("%s-%d", tag, i), Targets: []string{"t"}}, Prediction: pred, ScoreObject: true}
+		}
+		results, err := sc.ScoreBatch(ctx, reqs)
+		if err != nil {
+			return err
+		}
+		for i, r := range results {
+			if i == failAt {
+				if r.Err == nil {
+					return fmt.Errorf("%s request %d: no error", tag, i)
+				}
+				continue
+			}
+			want := fmt.Sprintf(`{"invalid":false,"own":%q,"value":%d}`, reqs[i].Sample.ID, len(reqs[i].Prediction))
+			if r.Err != nil || string(r.ScoreJSON) != want {
+				return fmt.Errorf("%s request %d: %s, %v; want %s", tag, i, r.ScoreJSON, r.Err, want)
+			}
+		}
+		return nil
+	}
+	for round := range 3 {
+		errs := make(chan error, 6)
+		for k, n := range []int{300, 7, 1, 256, 40, 300} {
+			failAt := -1
+			if k == 4 {
+				failAt = 3
+			}
+			go func() { errs <- batch(fmt.Sprintf("r%d-b%d", round, k), n, failAt) }()
+		}
+		for range 6 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
 	}
 }
