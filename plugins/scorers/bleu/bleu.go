@@ -84,6 +84,7 @@ type Scorer struct {
 	method   int          // NLTK smoothing method
 	epsilon  float64
 	counters sync.Pool // *counter
+	numbers  sync.Pool // *numCache
 }
 
 var _ sdk.StatsAggregator = (*Scorer)(nil)
@@ -282,7 +283,13 @@ func (s *Scorer) appendJSON(resp *sdk.ScoreResponse, d detailer, dst []byte, obj
 	if object {
 		own = resp
 	}
-	if out, ok := d.appendDetails(dst, own); ok {
+	nums, _ := s.numbers.Get().(*numCache)
+	if nums == nil {
+		nums = new(numCache)
+	}
+	out, ok := d.appendDetails(dst, own, nums)
+	s.numbers.Put(nums)
+	if ok {
 		return resp, out, nil
 	}
 	resp.Details = d.details()
@@ -294,8 +301,9 @@ type detailer interface {
 	details() map[string]any
 	// appendDetails appends json.Marshal(details())'s bytes, or with
 	// resp, of details() with resp's "invalid" and "value" added; ok is
-	// false for a value JSON cannot hold.
-	appendDetails(b []byte, resp *sdk.ScoreResponse) ([]byte, bool)
+	// false for a value JSON cannot hold. nums, if not nil, keeps the
+	// text of numbers written before.
+	appendDetails(b []byte, resp *sdk.ScoreResponse, nums *numCache) ([]byte, bool)
 }
 
 // score is Score without the details: the response, and what its details
@@ -390,8 +398,8 @@ func (s *Scorer) putCounter(c *counter) {
 }
 
 // appendDetails is detailer's.
-func (r nltkResult) appendDetails(b []byte, resp *sdk.ScoreResponse) ([]byte, bool) {
-	return appendFields(b, resp, []jsonField{
+func (r nltkResult) appendDetails(b []byte, resp *sdk.ScoreResponse, nums *numCache) ([]byte, bool) {
+	return appendFields(b, resp, nums, []jsonField{
 		{`"bp":`, []float64{r.BP}, false, ""},
 		{`"hyp_len":`, []float64{r.HypLen}, false, ""},
 		{`"precisions":`, r.Precisions, true, ""},
@@ -413,8 +421,9 @@ type jsonField struct {
 // order, numbers written as json.Marshal writes them (jsonstr.AppendFloat);
 // a nil list is null. With resp, its "invalid" and "value" are merged in,
 // in key order, in place of any field of the same name: the object
-// json.Marshal writes of the details map with those two set.
-func appendFields(b []byte, resp *sdk.ScoreResponse, fields []jsonField) ([]byte, bool) {
+// json.Marshal writes of the details map with those two set. nums, if not
+// nil, writes the numbers that are not whole.
+func appendFields(b []byte, resp *sdk.ScoreResponse, nums *numCache, fields []jsonField) ([]byte, bool) {
 	var own [2]jsonField
 	nOwn := 0
 	if resp != nil {
@@ -471,7 +480,7 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, fields []jsonField) ([]byte
 			}
 			start := len(b)
 			var ok bool
-			if b, ok = jsonstr.AppendFloat(b, f.nums[0]); !ok {
+			if b, ok = nums.appendFloat(b, f.nums[0]); !ok {
 				return b, false
 			}
 			if nWritten < len(written) {
@@ -485,7 +494,7 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, fields []jsonField) ([]byte
 				b = append(b, ',')
 			}
 			var ok bool
-			if b, ok = jsonstr.AppendFloat(b, v); !ok {
+			if b, ok = nums.appendFloat(b, v); !ok {
 				return b, false
 			}
 		}
@@ -494,6 +503,44 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, fields []jsonField) ([]byte
 		}
 	}
 	return append(b, '}'), true
+}
+
+// numCache keeps the JSON text of recently written numbers that are not
+// whole, by their bits: a score's precisions are ratios of small counts
+// (100·3/7 is the same number in many segments), and writing a float's
+// shortest digits is most of what the details cost. Its text for a number
+// is jsonstr.AppendFloat's, so the output is the same either way. Direct
+// mapped; a Scorer pools them, one per goroutine in use.
+type numCache struct {
+	bits [numCacheSize]uint64
+	size [numCacheSize]uint8 // 0: empty
+	text [numCacheSize][maxNumText]byte
+}
+
+const (
+	numCacheBits = 9
+	numCacheSize = 1 << numCacheBits
+	maxNumText   = 24 // the longest float64 JSON number
+)
+
+// appendFloat is jsonstr.AppendFloat through c; a nil c writes directly.
+func (c *numCache) appendFloat(b []byte, f float64) ([]byte, bool) {
+	if c == nil || f == math.Trunc(f) {
+		// Whole numbers have AppendFloat's fast path; infinities too.
+		return jsonstr.AppendFloat(b, f)
+	}
+	v := math.Float64bits(f)
+	k := (v * fibonacci) >> (64 - numCacheBits)
+	if c.bits[k] == v && c.size[k] != 0 {
+		return append(b, c.text[k][:c.size[k]]...), true
+	}
+	start := len(b)
+	b, ok := jsonstr.AppendFloat(b, f)
+	if ok && len(b)-start <= maxNumText {
+		c.bits[k] = v
+		c.size[k] = uint8(copy(c.text[k][:], b[start:]))
+	}
+	return b, ok
 }
 
 // writtenNum is a number appendFields wrote, as its bits and where.

@@ -3,6 +3,7 @@ package bleu
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/hayloft/hayloft/plugins/internal/intern"
 	"github.com/hayloft/hayloft/plugins/internal/pytext"
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/jsonstr"
 	"github.com/hayloft/hayloft/sdk/sdktest"
 )
 
@@ -207,9 +209,38 @@ func TestAppendFieldsMergesResponse(t *testing.T) {
 		{[]jsonField{{key: `"invalid":`, nums: []float64{9}}, {key: `"m":`, list: true}, {key: `"value":`, nums: []float64{9}}}, &sdk.ScoreResponse{Value: 1},
 			`{"invalid":false,"m":null,"value":1}`},
 	} {
-		got, ok := appendFields(nil, tc.resp, tc.fields)
-		if !ok || string(got) != tc.want {
-			t.Errorf("appendFields(%v, %+v) = %s, %v; want %s", tc.fields, tc.resp, got, ok, tc.want)
+		for _, nums := range []*numCache{nil, new(numCache)} {
+			got, ok := appendFields(nil, tc.resp, nums, tc.fields)
+			if !ok || string(got) != tc.want {
+				t.Errorf("appendFields(%v, %+v) = %s, %v; want %s", tc.fields, tc.resp, got, ok, tc.want)
+			}
 		}
+	}
+}
+
+// A numCache writes every number as jsonstr.AppendFloat does, whether it
+// has the number, another number in its slot, or nothing there.
+func TestNumCacheWritesAppendFloat(t *testing.T) {
+	var c numCache
+	rng := rand.New(rand.NewPCG(1, 2))
+	var nums []float64
+	for c := 1; c <= 60; c++ {
+		for t := c; t <= 60; t++ {
+			nums = append(nums, 100*float64(c)/float64(t), 100/(4*float64(t)))
+		}
+	}
+	for range 2000 {
+		nums = append(nums, rng.Float64(), rng.NormFloat64()*1e25, rng.NormFloat64()*1e-9, float64(rng.IntN(1000)))
+	}
+	nums = append(nums, math.Copysign(0, -1), math.Inf(1), math.NaN(), 5e-324, math.MaxFloat64)
+	for round := range 3 {
+		for _, f := range nums {
+			want, wantOK := jsonstr.AppendFloat([]byte("x"), f)
+			got, ok := c.appendFloat([]byte("x"), f)
+			if ok != wantOK || (ok && string(got) != string(want)) {
+				t.Fatalf("round %d: %v: %s, %v; want %s, %v", round, f, got, ok, want, wantOK)
+			}
+		}
+		rng.Shuffle(len(nums), func(i, j int) { nums[i], nums[j] = nums[j], nums[i] })
 	}
 }

@@ -55,8 +55,8 @@ func (r Result) details() map[string]any {
 }
 
 // appendDetails is detailer's.
-func (r Result) appendDetails(b []byte, resp *sdk.ScoreResponse) ([]byte, bool) {
-	return appendFields(b, resp, []jsonField{
+func (r Result) appendDetails(b []byte, resp *sdk.ScoreResponse, nums *numCache) ([]byte, bool) {
+	return appendFields(b, resp, nums, []jsonField{
 		{`"bp":`, []float64{r.BP}, false, ""},
 		{`"counts":`, r.Counts, true, ""},
 		{`"precisions":`, r.Precisions, true, ""},
