@@ -254,22 +254,66 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 // would write Score's, without the map (plugin.DetailsJSONScorer): a
 // plugin serves every sample this way.
 func (s *Scorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
-	resp, d, err := s.score(req)
-	if err != nil || req.ForAggregate {
-		return resp, nil, err
-	}
-	return s.appendJSON(resp, d, dst, false)
+	return s.scoreJSON(req, dst, false)
 }
 
 // ScoreObjectJSON is ScoreDetailsJSON with the response's "invalid" and
 // "value" among the details (plugin.ScoreObjectScorer): the whole score
 // object `hayloft score` writes per line, so it does not merge them in.
 func (s *Scorer) ScoreObjectJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
-	resp, d, err := s.score(req)
-	if err != nil || req.ForAggregate {
-		return resp, nil, err
+	return s.scoreJSON(req, dst, true)
+}
+
+// scoreJSON is ScoreDetailsJSON, or with object ScoreObjectJSON. For
+// sacrebleu up to max order 4 (the default) the details are written while
+// the counter still holds the result's lists, so a sample allocates only
+// its response and statistics (leanScore): score's sentenceScore is three
+// times the size, fresh memory a plugin pays a page fault per 4 KiB for.
+func (s *Scorer) scoreJSON(req *sdk.ScoreRequest, dst []byte, object bool) (*sdk.ScoreResponse, []byte, error) {
+	if s.opts.Mode == ModeNLTK || s.opts.MaxNgramOrder > maxPackedOrder {
+		resp, d, err := s.score(req)
+		if err != nil || req.ForAggregate {
+			return resp, nil, err
+		}
+		return s.appendJSON(resp, d, dst, object)
 	}
-	return s.appendJSON(resp, d, dst, true)
+	c, err := s.countSacre(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer s.putCounter(c)
+	n := s.opts.MaxNgramOrder
+	one := new(leanScore)
+	st := c.sacreStats(one.stats[: 2+2*n : 2+2*n])
+	res := computeInto(c.lists[:3*n], st, s.sentence)
+	one.resp = sdk.ScoreResponse{Value: res.Score, Stats: st}
+	if req.ForAggregate {
+		return &one.resp, nil, nil
+	}
+	var own *sdk.ScoreResponse
+	if object {
+		own = &one.resp
+	}
+	if dst == nil {
+		dst = make([]byte, 0, 256) // one allocation: sacrebleu's details are about 200 bytes
+	}
+	nums := s.numCache()
+	out, ok := res.appendDetails(dst, own, nums)
+	s.numbers.Put(nums)
+	if !ok {
+		// A value JSON cannot hold, to fail as json.Marshal does: the
+		// map's lists are the counter's, which goes back to the pool.
+		res.Counts, res.Totals, res.Precisions = slices.Clone(res.Counts), slices.Clone(res.Totals), slices.Clone(res.Precisions)
+		one.resp.Details = res.details()
+		return &one.resp, nil, nil
+	}
+	return &one.resp, out, nil
+}
+
+// leanScore is what scoreJSON allocates for one sample.
+type leanScore struct {
+	resp  sdk.ScoreResponse
+	stats [2 + 2*maxPackedOrder]float64
 }
 
 // appendJSON appends d's details to dst, with resp's own fields when
@@ -283,10 +327,7 @@ func (s *Scorer) appendJSON(resp *sdk.ScoreResponse, d detailer, dst []byte, obj
 	if object {
 		own = resp
 	}
-	nums, _ := s.numbers.Get().(*numCache)
-	if nums == nil {
-		nums = new(numCache)
-	}
+	nums := s.numCache()
 	out, ok := d.appendDetails(dst, own, nums)
 	s.numbers.Put(nums)
 	if ok {
@@ -294,6 +335,15 @@ func (s *Scorer) appendJSON(resp *sdk.ScoreResponse, d detailer, dst []byte, obj
 	}
 	resp.Details = d.details()
 	return resp, nil, nil
+}
+
+// numCache is a numCache from the pool, or a fresh one; the caller
+// hands it back to s.numbers.
+func (s *Scorer) numCache() *numCache {
+	if c, ok := s.numbers.Get().(*numCache); ok {
+		return c
+	}
+	return new(numCache)
 }
 
 // detailer is the per-sample result of either mode.
@@ -339,15 +389,7 @@ func (s *Scorer) score(req *sdk.ScoreRequest) (*sdk.ScoreResponse, detailer, err
 		}
 		return &sdk.ScoreResponse{Value: res.Score, Stats: st}, res, nil
 	}
-	// sacrebleu: each segment is tokenized into the counter's buffers and
-	// its fields interned straight from them, one segment at a time.
-	c.vocab.Reset()
-	c.refIDs, c.refEnd = c.refIDs[:0], c.refEnd[:0]
-	for _, t := range req.Sample.Targets {
-		c.refIDs = s.segmentIDs(c, name, tok, t, true, c.refIDs)
-		c.refEnd = append(c.refEnd, len(c.refIDs))
-	}
-	c.hypIDs = s.segmentIDs(c, name, tok, req.Prediction, false, c.hypIDs[:0])
+	s.segmentsIDs(c, name, tok, req)
 	if s.opts.MaxNgramOrder > maxPackedOrder {
 		st := c.sacreStats(nil)
 		res := compute(st, s.sentence)
@@ -361,6 +403,35 @@ func (s *Scorer) score(req *sdk.ScoreRequest) (*sdk.ScoreResponse, detailer, err
 	one.res = computeInto(one.nums[2+2*n:], st, s.sentence)
 	one.resp = sdk.ScoreResponse{Value: one.res.Score, Stats: st}
 	return &one.resp, &one.res, nil
+}
+
+// segmentsIDs tokenizes req's references and prediction into c's id
+// lists (sacrebleu): each segment is tokenized into the counter's buffers
+// and its fields interned straight from them, one segment at a time.
+func (s *Scorer) segmentsIDs(c *counter, name string, tok tokenizeFunc, req *sdk.ScoreRequest) {
+	c.vocab.Reset()
+	c.refIDs, c.refEnd = c.refIDs[:0], c.refEnd[:0]
+	for _, t := range req.Sample.Targets {
+		c.refIDs = s.segmentIDs(c, name, tok, t, true, c.refIDs)
+		c.refEnd = append(c.refEnd, len(c.refIDs))
+	}
+	c.hypIDs = s.segmentIDs(c, name, tok, req.Prediction, false, c.hypIDs[:0])
+}
+
+// countSacre is a counter holding req's segments as ids (segmentsIDs),
+// for sacrebleu mode; the caller puts it back (putCounter).
+func (s *Scorer) countSacre(req *sdk.ScoreRequest) (*counter, error) {
+	if err := req.NeedTargets(Name); err != nil {
+		return nil, err
+	}
+	name, tok := s.opts.Tokenize, s.tok
+	if tok == nil {
+		name = tokenizeForLang(req.Sample.Language)
+		tok, _ = tokenizerFor(name)
+	}
+	c := s.counters.Get().(*counter)
+	s.segmentsIDs(c, name, tok, req)
+	return c, nil
 }
 
 // sentenceScore is what score returns for one sacrebleu sample of max

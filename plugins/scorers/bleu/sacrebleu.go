@@ -187,6 +187,8 @@ type counter struct {
 	hypIDs []int32
 	spans  []int32
 	uni    []gramSlot // unigram counts by token id (gen 0: not yet in a reference)
+
+	lists [3 * maxPackedOrder]float64 // scoreJSON's result lists
 }
 
 // maxPacked bounds the packed path: n-grams of up to 4 tokens, of a segment
