@@ -98,8 +98,20 @@ func DialOptions() []grpc.DialOption {
 		grpc.MaxCallRecvMsgSize(MaxMessageSize),
 		grpc.MaxCallSendMsgSize(MaxMessageSize),
 		grpc.ForceCodecV2(codec{}),
-	), experimental.WithBufferPool(bufferPool)}
+	), experimental.WithBufferPool(bufferPool),
+		grpc.WithReadBufferSize(transportBuffer), grpc.WithWriteBufferSize(transportBuffer),
+		grpc.WithInitialWindowSize(flowWindow), grpc.WithInitialConnWindowSize(flowWindow)}
 }
+
+// The transport settings of both ends. A plugin is a local process, so
+// flow control has no network to protect: a window of a few MiB lets a
+// batch of a few hundred KiB go in one go instead of waiting for window
+// updates every 64 KiB, and buffers of 256 KiB read and write it in a few
+// system calls instead of one per 32 KiB.
+const (
+	transportBuffer = 256 << 10
+	flowWindow      = 4 << 20
+)
 
 // grpcPlugin adapts Server to go-plugin. The interface knows nothing of RPC;
 // this is the shim.

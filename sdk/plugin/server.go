@@ -71,6 +71,8 @@ func ServerOptions(logger hclog.Logger) []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 		experimental.BufferPool(bufferPool),
+		grpc.ReadBufferSize(transportBuffer), grpc.WriteBufferSize(transportBuffer),
+		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow),
 		grpc.ForceServerCodecV2(codec{}),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 			defer recoverPanic(logger, info.FullMethod, &err)
