@@ -427,6 +427,12 @@ func (s *Scorer) AggregateResults(ctx context.Context, results []plugin.ScoreRes
 	return resp, err
 }
 
+// ResultsOwnMemory reports whether ScoreBatch's results never share the
+// memory of their requests: true for a plugin, whose results are decoded
+// from its replies; an in-process scorer's may hold the very strings it
+// was given.
+func (s *Scorer) ResultsOwnMemory() bool { return s.c.inproc == nil }
+
 func (s *Scorer) Validate(ctx context.Context) error { return s.c.validate(ctx) }
 func (s *Scorer) Info() plugin.Info                  { return s.c.info() }
 func (s *Scorer) Origin() sdk.Origin                 { return s.c.origin() }

@@ -99,7 +99,7 @@ func Score(ctx context.Context, sc sdk.Scorer, in io.Reader, out io.Writer, opts
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pool := newSlabs(!opts.Aggregate)
+	pool := newSlabs(!opts.Aggregate || ownsMemory(sc))
 	w := &writer{w: bufio.NewWriterSize(out, 1<<16), opts: opts, cancel: cancel, slabs: pool}
 	ordered := make(chan *batch, inFlight)
 	writeDone := make(chan struct{})
@@ -121,6 +121,19 @@ func Score(ctx context.Context, sc sdk.Scorer, in io.Reader, out io.Writer, opts
 		err = fmt.Errorf("write: %w", ferr)
 	}
 	return err
+}
+
+// memoryOwner is implemented by scorers that can say whether their
+// results never share the memory of the requests (pluginhost.Scorer: true
+// when the scorer runs as a plugin).
+type memoryOwner interface{ ResultsOwnMemory() bool }
+
+// ownsMemory reports whether sc's results never share its requests'
+// memory, so that an aggregate, which keeps every line's result, may still
+// reuse the input's chunks once their lines are written.
+func ownsMemory(sc sdk.Scorer) bool {
+	m, ok := sc.(memoryOwner)
+	return ok && m.ResultsOwnMemory()
 }
 
 // item is one non-blank input line on its way through.
@@ -159,8 +172,8 @@ type slabs struct {
 	fields chan []field
 	// chunks is lineReader.released: the input chunks before the one of
 	// the last line written are free. Nil when results outlive their
-	// lines (an aggregate: an in-process scorer's responses may share
-	// the input's memory).
+	// lines and may share their memory (an aggregate over an in-process
+	// scorer, whose responses may hold the input's strings).
 	chunks *atomic.Int64
 }
 
