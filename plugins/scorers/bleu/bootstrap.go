@@ -43,20 +43,25 @@ func bootstrapSums(rows [][]float64, resamples int, seed uint64, stat func(sum [
 		words = 2
 		flush = min(flush, 1<<10-1)
 	}
-	packed := make([]uint64, n*words)
-	for i, row := range rows {
-		if derived {
-			packed[2*i], packed[2*i+1] = packDerived(row)
-			continue
+	var packed []uint64
+	var pairs [][2]uint64
+	if derived {
+		pairs = make([][2]uint64, n)
+		for i, row := range rows {
+			pairs[i][0], pairs[i][1] = packDerived(row)
 		}
-		for j, v := range row {
-			packed[i*words+j/4] |= uint64(v) << (16 * (j % 4))
+	} else {
+		packed = make([]uint64, n*words)
+		for i, row := range rows {
+			for j, v := range row {
+				packed[i*words+j/4] |= uint64(v) << (16 * (j % 4))
+			}
 		}
 	}
 	if resamples <= 0 {
 		resamples = stats.DefaultResamples
 	}
-	l := lanes{packed: packed, n: n, width: width, words: words, flush: flush, derived: derived}
+	l := lanes{packed: packed, pairs: pairs, n: n, width: width, words: words, flush: flush, derived: derived}
 	vals := make([]float64, resamples)
 	// stats.Resample shares the resamples among the processors with the
 	// serial result to the last bit.
@@ -103,9 +108,10 @@ func packDerived(row []float64) (w0, w1 uint64) {
 // lanes is the packed statistics of bootstrapSums.
 type lanes struct {
 	packed          []uint64
+	pairs           [][2]uint64 // derived: the rows, packDerived's two words each
 	n, width, words int
 	flush           int  // draws a lane can sum without overflow
-	derived         bool // packDerived's two words a row
+	derived         bool // pairs, not packed
 }
 
 // resample sets vals to the statistic of the next len(vals) resamples of
@@ -114,7 +120,7 @@ type lanes struct {
 // the first-level cache, rather than a resample's worth written out and read
 // back.
 func (l lanes) resample(draw *stats.Resampler, vals []float64, stat func(sum []float64) float64) {
-	packed, words := l.packed, l.words
+	packed, pairs, words := l.packed, l.pairs, l.words
 	sum := make([]float64, l.width)
 	total := make([]uint64, l.width)
 	acc := make([]uint64, words)
@@ -129,8 +135,7 @@ func (l lanes) resample(draw *stats.Resampler, vals []float64, stat func(sum []f
 			if l.derived { // max order 4, the default: two words a row
 				var a0, a1 uint64
 				for _, k := range part {
-					w := packed[int(k)*2:]
-					w = w[:2:2]
+					w := &pairs[k] // one bounds check a draw
 					a0 += w[0]
 					a1 += w[1]
 				}
