@@ -196,3 +196,21 @@ func TestStatsAggregatorSkipsDetails(t *testing.T) {
 		}
 	}
 }
+
+// A batch gets the processors the other running batches leave, at least
+// one, and no more goroutines than requests.
+func TestBatchWorkers(t *testing.T) {
+	for _, tc := range []struct{ procs, running, n, want int }{
+		{2, 1, 256, 2}, // alone: every processor
+		{8, 1, 3, 3},   // no more than its requests
+		{2, 2, 256, 1}, // two running on two processors: one each
+		{2, 3, 256, 1}, // more running than processors: still one
+		{8, 3, 256, 6},
+		{1, 1, 256, 1},
+		{4, 1, 0, 1}, // empty: the handler's own goroutine finds nothing to do
+	} {
+		if got := batchWorkers(tc.procs, tc.running, tc.n); got != tc.want {
+			t.Errorf("batchWorkers(%d procs, %d running, %d requests) = %d, want %d", tc.procs, tc.running, tc.n, got, tc.want)
+		}
+	}
+}

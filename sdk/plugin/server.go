@@ -40,6 +40,8 @@ type Server struct {
 	comp      any
 	ckind     sdk.Kind
 	cacheConn *grpc.ClientConn // to the host's embedding cache, if offered
+
+	batches atomic.Int64 // ScoreBatch calls running (batchWorkers)
 }
 
 // NewServer returns a Server for any component of set. A nil logger discards.
@@ -534,7 +536,9 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 		respSlab = make([]pb.ScoreResponse, n)
 		samples = make([]sdk.Sample, n)
 	}
-	workers := min(runtime.GOMAXPROCS(0), n)
+	running := sc.s.batches.Add(1)
+	defer sc.s.batches.Add(-1)
+	workers := batchWorkers(runtime.GOMAXPROCS(0), int(running), n)
 	var chunks [][][]byte // per worker: the details chunks it took, for mem
 	if mem != nil {
 		chunks = mem.workerChunks(workers)
@@ -583,6 +587,17 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 		}
 	}
 	return &pb.ScoreBatchResponse{Results: results}, nil
+}
+
+// batchWorkers is how many goroutines score a batch of n requests when
+// running batches (this one included) are being scored at once on procs
+// processors: the processors the other batches leave, at least one. A
+// batch alone (the run path under light load) is spread over all of
+// them; `hayloft score` keeps several in flight, which keep the
+// processors busy by themselves, and a batch split further only added
+// goroutine wake-ups and hand-offs (a few percent of the plugin's CPU).
+func batchWorkers(procs, running, n int) int {
+	return max(1, min(procs-(running-1), n))
 }
 
 // batchMem is the memory of one packed ScoreBatch: its requests, results,
