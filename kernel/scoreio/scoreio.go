@@ -161,6 +161,10 @@ type batch struct {
 	fields  []field
 	pool    *slabs // nil: fresh slabs
 	lastSeq int64  // the input chunk of the last line (lineReader.seq)
+
+	// results is the scorer's answer to the batch, handed back
+	// (plugin.ReleaseResults) once its lines are written.
+	results []plugin.ScoreResult
 }
 
 // slabs keeps the item and field slabs of written batches for the batches
@@ -548,6 +552,7 @@ func scoreBatch(ctx context.Context, sc sdk.Scorer, b *batch) {
 			b.err = fmt.Errorf("lines %d-%d: score: %w", todo[0].lineNo, todo[len(todo)-1].lineNo, err)
 			return
 		}
+		b.results = results
 		for i, it := range todo {
 			it.setResult(results[i])
 		}
@@ -604,6 +609,12 @@ func (w *writer) run(ordered <-chan *batch) {
 			w.cancel()
 			continue
 		}
+		if !w.opts.Aggregate {
+			// Written: nothing refers to the results any more (an
+			// aggregate keeps them).
+			plugin.ReleaseResults(b.results)
+		}
+		b.results = nil
 		w.slabs.put(b)
 	}
 }

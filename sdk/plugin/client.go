@@ -346,6 +346,8 @@ type ScoreResult struct {
 	DetailsJSON []byte
 	ScoreJSON   []byte
 	Err         error
+
+	mem *resultSlabs // on a batch's first result: its memory (ReleaseResults)
 }
 
 // Details decodes DetailsJSON, or the details in ScoreJSON.
@@ -369,8 +371,8 @@ func (r ScoreResult) Details() (map[string]any, error) {
 // context). Plugins built before ScoreBatch are asked one call per
 // request, concurrently, over the Calls stream.
 func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest) ([]ScoreResult, error) {
-	results := make([]ScoreResult, len(reqs))
-	answered := false // the plugin answered the batch
+	var results []ScoreResult // made when the answer is not the packed results themselves
+	answered := false         // the plugin answered the batch
 	s.batchMu.Lock()
 	noBatch := s.noBatch
 	s.batchMu.Unlock()
@@ -393,6 +395,7 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 			sent[i] = i
 		}
 	} else {
+		results = make([]ScoreResult, len(reqs))
 		p, sent = s.batchMessages(reqs, results)
 	}
 	if len(sent) == 0 {
@@ -418,6 +421,9 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 		}
 	}
 	if resp == nil && noBatch {
+		if results == nil {
+			results = make([]ScoreResult, len(reqs))
+		}
 		if p.Packed != nil { // the plugin went back on its features
 			p, sent = s.batchMessages(reqs, results)
 		}
@@ -426,17 +432,31 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 	}
 	answered = true
 	if b := resp.GetPacked(); len(b) > 0 {
-		got, err := unpackScoreResults(b)
+		mem := resultMems.Get().(*resultSlabs)
+		got, err := mem.unpack(b)
 		if err == nil && len(got) != len(sent) {
 			err = fmt.Errorf("%d results", len(got))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("plugin's answer to a batch of %d scores: %w", len(sent), err)
 		}
+		if len(sent) == len(reqs) {
+			// Every request went (a packed batch sends them all), in
+			// order: the decoded results are the answer, with their
+			// memory to hand back.
+			got[0].mem = mem
+			return got, nil
+		}
+		if results == nil {
+			results = make([]ScoreResult, len(reqs))
+		}
 		for k, r := range got {
 			results[sent[k]] = r
 		}
 		return results, nil
+	}
+	if results == nil {
+		results = make([]ScoreResult, len(reqs))
 	}
 	resps := make([]sdk.ScoreResponse, len(sent)) // one allocation for the batch's responses
 	if len(resp.GetResults()) != len(sent) {

@@ -303,16 +303,52 @@ func packAggregateScores(results []ScoreResult) ([]byte, error) {
 // Details share b's memory, which is never written again; the stats of all
 // share one array.
 func unpackScoreResults(b []byte) ([]ScoreResult, error) {
+	return new(resultSlabs).unpack(b)
+}
+
+// resultSlabs are the arrays unpack decodes packed results into. A host
+// reuses them batch after batch (resultMems) once the caller hands the
+// results back (ReleaseResults): a batch's worth of fresh memory costs
+// its page faults.
+type resultSlabs struct {
+	results []ScoreResult
+	resps   []sdk.ScoreResponse
+	stats   []float64
+	spans   []resSpan
+}
+
+type resSpan struct{ res, start, end int }
+
+// resultMems holds the resultSlabs of results handed back.
+var resultMems = sync.Pool{New: func() any { return new(resultSlabs) }}
+
+// ReleaseResults hands back the memory of results that ScorerClient's
+// ScoreBatch decoded from a packed answer (the slice and the responses and
+// statistics it points to), for the batches after it; the caller must
+// have done with all of them, copies included. Other results are left to
+// the collector. Results are valid until released, so a caller that
+// keeps them (an aggregate) just never releases them.
+func ReleaseResults(results []ScoreResult) {
+	if len(results) == 0 || results[0].mem == nil {
+		return
+	}
+	m := results[0].mem
+	results[0].mem = nil
+	resultMems.Put(m)
+}
+
+// unpack is unpackScoreResults into m's arrays.
+func (m *resultSlabs) unpack(b []byte) ([]ScoreResult, error) {
 	want, n := protowire.ConsumeVarint(b)
 	if n < 0 || want > uint64(len(b)-n)/11 { // a result takes 11 bytes at least
 		return nil, errPackedResults
 	}
 	b = b[n:]
-	results := make([]ScoreResult, 0, want)
-	resps := make([]sdk.ScoreResponse, 0, want)
-	var stats []float64
-	type span struct{ res, start, end int }
-	var spans []span
+	results := reuse(m.results, int(want))
+	resps := reuse(m.resps, int(want))
+	stats := m.stats[:0] // every element is written before it is read
+	spans := m.spans[:0]
+	defer func() { m.results, m.resps, m.stats, m.spans = results, resps, stats, spans }()
 	for k := range int(want) {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {
@@ -334,7 +370,7 @@ func unpackScoreResults(b []byte) ([]ScoreResult, error) {
 			return nil, fmt.Errorf("result %d: %w", k, errPackedResults)
 		}
 		b = b[n:]
-		if stats == nil && count > 0 {
+		if len(stats) == 0 && count > 0 && cap(stats) < int(count)*(int(want)-k) {
 			// Results mostly have as many statistics as the first.
 			stats = make([]float64, 0, int(count)*(int(want)-k))
 		}
@@ -345,7 +381,7 @@ func unpackScoreResults(b []byte) ([]ScoreResult, error) {
 			stats = append(stats, math.Float64frombits(v))
 		}
 		if count > 0 {
-			spans = append(spans, span{k, start, len(stats)})
+			spans = append(spans, resSpan{k, start, len(stats)})
 		}
 		resps = append(resps, sdk.ScoreResponse{Value: math.Float64frombits(bits), Invalid: flags&packedInvalid != 0})
 		if len(details) == 0 {

@@ -294,3 +294,47 @@ func TestPackedBatchMemoryReused(t *testing.T) {
 		}
 	}
 }
+
+// Results handed back with ReleaseResults are reused for later batches;
+// results not yet handed back stay as they were, whatever is scored
+// meanwhile, and a second release, or one of results from elsewhere, does
+// nothing.
+func TestReleaseResults(t *testing.T) {
+	set := sdk.NewSet("packtest", "1.0.0")
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	ctx := context.Background()
+	score := func(tag string, n int) []ScoreResult {
+		reqs := make([]*sdk.ScoreRequest, n)
+		for i := range reqs {
+			reqs[i] = &sdk.ScoreRequest{Sample: &sdk.Sample{ID: fmt.Sprintf("%s-%d", tag, i), Targets: []string{"t"}},
+				Prediction: strings.Repeat("y", 1+i%50), ScoreObject: true}
+		}
+		results, err := sc.ScoreBatch(ctx, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return results
+	}
+	check := func(tag string, results []ScoreResult) {
+		t.Helper()
+		for i, r := range results {
+			want := fmt.Sprintf(`{"invalid":false,"own":"%s-%d","value":%d}`, tag, i, 1+i%50)
+			if r.Err != nil || string(r.ScoreJSON) != want || r.Response.Value != float64(1+i%50) || len(r.Response.Stats) != 2 {
+				t.Fatalf("%s result %d: %s %+v %v; want %s", tag, i, r.ScoreJSON, r.Response, r.Err, want)
+			}
+		}
+	}
+	kept := score("kept", 300)
+	for k := range 20 {
+		tag := fmt.Sprintf("b%d", k)
+		r := score(tag, 1+k*37%300)
+		check(tag, r)
+		ReleaseResults(r)
+		ReleaseResults(r) // twice: nothing more
+	}
+	check("kept", kept)
+	ReleaseResults([]ScoreResult{{Response: &sdk.ScoreResponse{}}}) // not a batch's: left alone
+	ReleaseResults(nil)
+}
