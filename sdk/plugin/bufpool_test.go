@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hayloft/hayloft/sdk"
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
 )
 
@@ -64,5 +66,61 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	if _, err := c.Marshal("not a message"); err == nil {
 		t.Error("marshalled a string")
+	}
+}
+
+// decodeCallBatch reads every CallBatch as proto.Unmarshal does: calls of
+// packed score batches itself, any other call through proto.Unmarshal, and
+// bytes that are not a CallBatch it reads not at all.
+func TestDecodeCallBatchMatchesProto(t *testing.T) {
+	packed := packScoreRequests(nil, []*sdk.ScoreRequest{
+		{Sample: &sdk.Sample{ID: "a", Targets: []string{"x y"}}, Prediction: "x", ScoreObject: true},
+		{Sample: &sdk.Sample{ID: "b", Targets: []string{"p", "q"}, Language: "en"}, Prediction: "p q", ForAggregate: true},
+	})
+	batches := []*pb.CallBatch{
+		{},
+		{Calls: []*pb.Call{{Id: 1, Request: &pb.Call_ScoreBatch{ScoreBatch: &pb.ScoreBatchRequest{Packed: packed}}}}},
+		{Calls: []*pb.Call{
+			{Id: 7, DeadlineUnixNano: 1 << 62, WantPrefilled: true, Request: &pb.Call_ScoreBatch{ScoreBatch: &pb.ScoreBatchRequest{Packed: packed}}},
+			{Id: 8, DeadlineUnixNano: -5, Request: &pb.Call_ScoreBatch{ScoreBatch: &pb.ScoreBatchRequest{Packed: packed[:3]}}},
+			{Id: 9, Cancel: true},
+			{Id: 10, Request: &pb.Call_Score{Score: &pb.ScoreRequest{Prediction: "p"}}},
+			{Id: 11, Request: &pb.Call_ScoreBatch{ScoreBatch: &pb.ScoreBatchRequest{Requests: []*pb.ScoreRequest{{Prediction: "r"}}}}},
+			{Id: 12, Request: &pb.Call_ScoreBatch{ScoreBatch: &pb.ScoreBatchRequest{}}},
+			{Id: 13, Request: &pb.Call_Generate{Generate: &pb.GenerateRequest{}}},
+		}},
+	}
+	for i, want := range batches {
+		b, err := proto.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A call with a field it does not know (from a newer host) goes
+		// through proto.Unmarshal, which keeps it.
+		withUnknown := protowire.AppendTag(nil, 1, protowire.BytesType)
+		call := protowire.AppendTag(nil, 1, protowire.VarintType)
+		call = protowire.AppendVarint(call, 5)
+		call = protowire.AppendTag(call, 99, protowire.VarintType)
+		call = protowire.AppendVarint(call, 1)
+		withUnknown = protowire.AppendBytes(withUnknown, call)
+		for k, in := range [][]byte{b, append(b, withUnknown...)} {
+			var fromProto, got pb.CallBatch
+			if err := proto.Unmarshal(in, &fromProto); err != nil {
+				t.Fatal(err)
+			}
+			if !decodeCallBatch(in, &got) {
+				t.Fatalf("batch %d/%d: not decoded", i, k)
+			}
+			if !proto.Equal(&got, &fromProto) {
+				t.Errorf("batch %d/%d: decoded %v, proto.Unmarshal %v", i, k, &got, &fromProto)
+			}
+		}
+	}
+	good, _ := proto.Marshal(batches[2])
+	for _, bad := range [][]byte{good[:len(good)-1], {0xff}, append([]byte{0x10, 1}, good...)} {
+		var got pb.CallBatch
+		if decodeCallBatch(bad, &got) {
+			t.Errorf("%x: decoded as %v", bad, &got)
+		}
 	}
 }

@@ -581,8 +581,9 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 	if unpacked != nil {
 		if packed := packScoreResults(results); packed != nil {
 			// The packed reply is a copy: nothing refers to the batch's
-			// arrays or details any more.
+			// arrays, details or packed requests any more.
 			mem.release()
+			releasePacked(req.GetPacked())
 			return &pb.ScoreBatchResponse{Packed: packed}, nil
 		}
 	}
