@@ -88,8 +88,15 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	buf := data.MaterializeToBuffer(bufferPool)
 	defer buf.Free()
-	if cb, ok := m.(*pb.CallBatch); ok && decodeCallBatch(buf.ReadOnlyData(), cb) {
-		return nil
+	switch m := m.(type) {
+	case *pb.CallBatch:
+		if decodeCallBatch(buf.ReadOnlyData(), m) {
+			return nil
+		}
+	case *pb.ReplyBatch:
+		if decodeReplyBatch(buf.ReadOnlyData(), m) {
+			return nil
+		}
 	}
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
 }
@@ -103,64 +110,9 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 // itself; false (nothing decoded) for bytes that are not a CallBatch as
 // this reads it, which proto.Unmarshal then decodes or refuses.
 func decodeCallBatch(b []byte, cb *pb.CallBatch) bool {
-	var calls []*pb.Call
-	var pooled [][]byte // packed batches copied so far, handed back on failure
-	fail := func() bool {
-		for _, p := range pooled {
-			releasePacked(p)
-		}
-		return false
-	}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num != 1 || typ != protowire.BytesType {
-			return fail()
-		}
-		b = b[n:]
-		msg, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return fail()
-		}
-		b = b[n:]
-		call, packed := decodePackedCall(msg)
-		if call == nil {
-			call = new(pb.Call)
-			if proto.Unmarshal(msg, call) != nil {
-				return fail()
-			}
-		} else {
-			pooled = append(pooled, packed)
-		}
-		calls = append(calls, call)
-	}
-	proto.Reset(cb)
-	cb.Calls = calls
-	return true
-}
-
-// decodePackedCall decodes a Call of an id, a deadline, the cancel and
-// want_prefilled flags and a score batch of packed requests only, the
-// packed requests copied into a buffer of bufferPool (also returned); or
-// nil, for a call of any other shape (other fields, a field twice, unknown
-// fields).
-func decodePackedCall(b []byte) (*pb.Call, []byte) {
-	call := new(pb.Call)
-	var seen uint16
-	var payload []byte
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num > 8 || seen&(1<<num) != 0 {
-			return nil, nil
-		}
-		seen |= 1 << num
-		b = b[n:]
-		switch {
-		case typ == protowire.VarintType && (num == 1 || num == 2 || num == 3 || num == 7):
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return nil, nil
-			}
-			b = b[n:]
+	calls, ok := decodeBatch(b, func(msg []byte) (*pb.Call, []byte) {
+		call := new(pb.Call)
+		payload := scanPacked(msg, 1<<1|1<<2|1<<3|1<<7, 8, func(num protowire.Number, v uint64) {
 			switch num {
 			case 1:
 				call.Id = v
@@ -171,33 +123,136 @@ func decodePackedCall(b []byte) (*pb.Call, []byte) {
 			case 7:
 				call.WantPrefilled = v != 0
 			}
-		case typ == protowire.BytesType && num == 8:
-			req, n := protowire.ConsumeBytes(b)
+		})
+		if payload == nil {
+			return nil, nil
+		}
+		call.Request = &pb.Call_ScoreBatch{ScoreBatch: &pb.ScoreBatchRequest{Packed: payload}}
+		return call, payload
+	})
+	if ok {
+		proto.Reset(cb)
+		cb.Calls = calls
+	}
+	return ok
+}
+
+// decodeReplyBatch is decodeCallBatch for the replies: a reply of a packed
+// score batch's results has them copied into a buffer of bufferPool,
+// which plugin.ReleaseResults hands back with the results.
+func decodeReplyBatch(b []byte, rb *pb.ReplyBatch) bool {
+	replies, ok := decodeBatch(b, func(msg []byte) (*pb.Reply, []byte) {
+		reply := new(pb.Reply)
+		payload := scanPacked(msg, 1<<1|1<<6, 7, func(num protowire.Number, v uint64) {
+			switch num {
+			case 1:
+				reply.Id = v
+			case 6:
+				reply.Prefilled = v != 0
+			}
+		})
+		if payload == nil {
+			return nil, nil
+		}
+		reply.Response = &pb.Reply_ScoreBatch{ScoreBatch: &pb.ScoreBatchResponse{Packed: payload}}
+		return reply, payload
+	})
+	if ok {
+		proto.Reset(rb)
+		rb.Replies = replies
+	}
+	return ok
+}
+
+// decodeBatch reads the repeated field 1 of a CallBatch or ReplyBatch:
+// each element through packed, or when packed returns nil, through
+// proto.Unmarshal. ok is false, and the buffers packed took handed back,
+// for anything else.
+func decodeBatch[T any, P interface {
+	*T
+	proto.Message
+}](b []byte, packed func(msg []byte) (P, []byte)) (elems []P, ok bool) {
+	var pooled [][]byte // payloads copied so far
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			break
+		}
+		b = b[n:]
+		msg, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			break
+		}
+		b = b[n:]
+		e, payload := packed(msg)
+		if e == nil {
+			e = P(new(T))
+			if proto.Unmarshal(msg, e) != nil {
+				break
+			}
+		} else {
+			pooled = append(pooled, payload)
+		}
+		elems = append(elems, e)
+	}
+	if len(b) > 0 {
+		for _, p := range pooled {
+			releasePacked(p)
+		}
+		return nil, false
+	}
+	return elems, true
+}
+
+// scanPacked reads a Call or Reply of varint fields (the numbers in
+// varints, each at most once, handed to set) and the field sub, a score
+// batch message of only its packed field (2, not empty): that field's
+// bytes, copied into a buffer of bufferPool. Nil for a message of any
+// other shape (other fields, a field twice, unknown fields), and then
+// nothing is taken from the pool.
+func scanPacked(b []byte, varints uint16, sub protowire.Number, set func(num protowire.Number, v uint64)) []byte {
+	var seen uint16
+	var payload []byte
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num > 15 || seen&(1<<num) != 0 {
+			return nil
+		}
+		seen |= 1 << num
+		b = b[n:]
+		switch {
+		case typ == protowire.VarintType && varints&(1<<num) != 0:
+			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return nil, nil
+				return nil
 			}
 			b = b[n:]
-			// ScoreBatchRequest: its packed field (2), alone.
-			num, typ, n := protowire.ConsumeTag(req)
-			if n < 0 || num != 2 || typ != protowire.BytesType {
-				return nil, nil
+			set(num, v)
+		case typ == protowire.BytesType && num == sub:
+			msg, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return nil
 			}
-			p, m := protowire.ConsumeBytes(req[n:])
-			if m < 0 || n+m != len(req) || len(p) == 0 {
-				return nil, nil
+			b = b[n:]
+			num, typ, n := protowire.ConsumeTag(msg)
+			if n < 0 || num != 2 || typ != protowire.BytesType {
+				return nil
+			}
+			p, m := protowire.ConsumeBytes(msg[n:])
+			if m < 0 || n+m != len(msg) || len(p) == 0 {
+				return nil
 			}
 			payload = p
 		default:
-			return nil, nil
+			return nil
 		}
 	}
 	if payload == nil {
-		return nil, nil
+		return nil
 	}
 	buf := bufferPool.Get(len(payload))
 	copy(*buf, payload)
-	call.Request = &pb.Call_ScoreBatch{ScoreBatch: &pb.ScoreBatchRequest{Packed: *buf}}
-	return call, *buf
+	return *buf
 }
 
 // releasePacked hands the packed requests of a score batch that is done

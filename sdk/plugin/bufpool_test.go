@@ -124,3 +124,41 @@ func TestDecodeCallBatchMatchesProto(t *testing.T) {
 		}
 	}
 }
+
+// decodeReplyBatch reads every ReplyBatch as proto.Unmarshal does.
+func TestDecodeReplyBatchMatchesProto(t *testing.T) {
+	packed := packScoreResults([]*pb.ScoreResult{{Response: &pb.ScoreResponse{Value: 2, DetailsJson: []byte(`{"a":1}`), Stats: []float64{1, 2}}}})
+	batches := []*pb.ReplyBatch{
+		{},
+		{Replies: []*pb.Reply{{Id: 1, Response: &pb.Reply_ScoreBatch{ScoreBatch: &pb.ScoreBatchResponse{Packed: packed}}}}},
+		{Replies: []*pb.Reply{
+			{Id: 2, Prefilled: true},
+			{Id: 3, Response: &pb.Reply_ScoreBatch{ScoreBatch: &pb.ScoreBatchResponse{Packed: packed}}},
+			{Id: 4, Error: &pb.Error{Message: "no"}},
+			{Id: 5, Response: &pb.Reply_ScoreBatch{ScoreBatch: &pb.ScoreBatchResponse{Results: []*pb.ScoreResult{{Response: &pb.ScoreResponse{Value: 1}}}}}},
+			{Id: 6, Response: &pb.Reply_Score{Score: &pb.ScoreResponse{Value: 3}}},
+			{Id: 7, Error: &pb.Error{Message: "x"}, Response: &pb.Reply_ScoreBatch{ScoreBatch: &pb.ScoreBatchResponse{Packed: packed}}},
+		}},
+	}
+	for i, want := range batches {
+		b, err := proto.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromProto, got pb.ReplyBatch
+		if err := proto.Unmarshal(b, &fromProto); err != nil {
+			t.Fatal(err)
+		}
+		if !decodeReplyBatch(b, &got) {
+			t.Fatalf("batch %d: not decoded", i)
+		}
+		if !proto.Equal(&got, &fromProto) {
+			t.Errorf("batch %d: decoded %v, proto.Unmarshal %v", i, &got, &fromProto)
+		}
+	}
+	good, _ := proto.Marshal(batches[2])
+	var got pb.ReplyBatch
+	if decodeReplyBatch(good[:len(good)-2], &got) {
+		t.Errorf("a cut batch decoded as %v", &got)
+	}
+}

@@ -445,6 +445,7 @@ func (s *ScorerClient) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest)
 			// order: the decoded results are the answer, with their
 			// memory to hand back.
 			got[0].mem = mem
+			mem.packed = b // the details share it: handed back with them
 			return got, nil
 		}
 		if results == nil {

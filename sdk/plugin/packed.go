@@ -315,6 +315,7 @@ type resultSlabs struct {
 	resps   []sdk.ScoreResponse
 	stats   []float64
 	spans   []resSpan
+	packed  []byte // the packed answer the results' details share
 }
 
 type resSpan struct{ res, start, end int }
@@ -334,6 +335,10 @@ func ReleaseResults(results []ScoreResult) {
 	}
 	m := results[0].mem
 	results[0].mem = nil
+	if m.packed != nil {
+		releasePacked(m.packed)
+		m.packed = nil
+	}
 	resultMems.Put(m)
 }
 
