@@ -471,11 +471,11 @@ func (s *Scorer) putCounter(c *counter) {
 // appendDetails is detailer's.
 func (r nltkResult) appendDetails(b []byte, resp *sdk.ScoreResponse, nums *numCache) ([]byte, bool) {
 	return appendFields(b, resp, nums, []jsonField{
-		{`"bp":`, []float64{r.BP}, false, ""},
-		{`"hyp_len":`, []float64{r.HypLen}, false, ""},
-		{`"precisions":`, r.Precisions, true, ""},
-		{`"ref_len":`, []float64{r.RefLen}, false, ""},
-		{`"score":`, []float64{r.Score}, false, ""},
+		{`"bp":`, []float64{r.BP}, false, "", false},
+		{`"hyp_len":`, []float64{r.HypLen}, false, "", false},
+		{`"precisions":`, r.Precisions, true, "", false},
+		{`"ref_len":`, []float64{r.RefLen}, false, "", false},
+		{`"score":`, []float64{r.Score}, false, "", true},
 	})
 }
 
@@ -486,6 +486,9 @@ type jsonField struct {
 	nums []float64
 	list bool
 	raw  string
+	// unique: the number is this sample's own (a score), which would
+	// only push others out of the numCache.
+	unique bool
 }
 
 // appendFields appends an object of fields given in json.Marshal's key
@@ -502,7 +505,7 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, nums *numCache, fields []js
 		if resp.Invalid {
 			own[0].raw = "true"
 		}
-		own[1] = jsonField{key: `"value":`, nums: []float64{resp.Value}}
+		own[1] = jsonField{key: `"value":`, nums: []float64{resp.Value}, unique: true}
 		nOwn = 2
 	}
 	var written [8]writtenNum // single numbers written so far
@@ -550,8 +553,12 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, nums *numCache, fields []js
 				continue
 			}
 			start := len(b)
+			cache := nums
+			if f.unique {
+				cache = nil
+			}
 			var ok bool
-			if b, ok = nums.appendFloat(b, f.nums[0]); !ok {
+			if b, ok = cache.appendFloat(b, f.nums[0]); !ok {
 				return b, false
 			}
 			if nWritten < len(written) {
@@ -581,17 +588,24 @@ func appendFields(b []byte, resp *sdk.ScoreResponse, nums *numCache, fields []js
 // (100·3/7 is the same number in many segments), and writing a float's
 // shortest digits is most of what the details cost. Its text for a number
 // is jsonstr.AppendFloat's, so the output is the same either way. Direct
-// mapped; a Scorer pools them, one per goroutine in use.
+// mapped, an entry a cache line; a Scorer pools them, one per goroutine in
+// use. On the bench file's 47,000 fractional numbers (13,400 distinct,
+// 10,000 of them scores, which appendFields does not cache) it formats
+// 19,700 instead of 47,000.
 type numCache struct {
-	bits [numCacheSize]uint64
-	size [numCacheSize]uint8 // 0: empty
-	text [numCacheSize][maxNumText]byte
+	entries [numCacheSize]numEntry
+}
+
+type numEntry struct {
+	bits uint64
+	size uint8 // 0: empty
+	text [maxNumText]byte
 }
 
 const (
-	numCacheBits = 9
+	numCacheBits = 12
 	numCacheSize = 1 << numCacheBits
-	maxNumText   = 24 // the longest float64 JSON number
+	maxNumText   = 23 // longer texts (a few exponents) are not kept
 )
 
 // appendFloat is jsonstr.AppendFloat through c; a nil c writes directly.
@@ -601,15 +615,15 @@ func (c *numCache) appendFloat(b []byte, f float64) ([]byte, bool) {
 		return jsonstr.AppendFloat(b, f)
 	}
 	v := math.Float64bits(f)
-	k := (v * fibonacci) >> (64 - numCacheBits)
-	if c.bits[k] == v && c.size[k] != 0 {
-		return append(b, c.text[k][:c.size[k]]...), true
+	e := &c.entries[(v*fibonacci)>>(64-numCacheBits)]
+	if e.bits == v && e.size != 0 {
+		return append(b, e.text[:e.size]...), true
 	}
 	start := len(b)
 	b, ok := jsonstr.AppendFloat(b, f)
 	if ok && len(b)-start <= maxNumText {
-		c.bits[k] = v
-		c.size[k] = uint8(copy(c.text[k][:], b[start:]))
+		e.bits = v
+		e.size = uint8(copy(e.text[:], b[start:]))
 	}
 	return b, ok
 }

@@ -57,13 +57,13 @@ func (r Result) details() map[string]any {
 // appendDetails is detailer's.
 func (r Result) appendDetails(b []byte, resp *sdk.ScoreResponse, nums *numCache) ([]byte, bool) {
 	return appendFields(b, resp, nums, []jsonField{
-		{`"bp":`, []float64{r.BP}, false, ""},
-		{`"counts":`, r.Counts, true, ""},
-		{`"precisions":`, r.Precisions, true, ""},
-		{`"ref_len":`, []float64{r.RefLen}, false, ""},
-		{`"score":`, []float64{r.Score}, false, ""},
-		{`"sys_len":`, []float64{r.SysLen}, false, ""},
-		{`"totals":`, r.Totals, true, ""},
+		{`"bp":`, []float64{r.BP}, false, "", false},
+		{`"counts":`, r.Counts, true, "", false},
+		{`"precisions":`, r.Precisions, true, "", false},
+		{`"ref_len":`, []float64{r.RefLen}, false, "", false},
+		{`"score":`, []float64{r.Score}, false, "", true},
+		{`"sys_len":`, []float64{r.SysLen}, false, "", false},
+		{`"totals":`, r.Totals, true, "", false},
 	})
 }
 
