@@ -112,15 +112,16 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 func decodeCallBatch(b []byte, cb *pb.CallBatch) bool {
 	calls, ok := decodeBatch(b, func(msg []byte) (*pb.Call, []byte) {
 		call := new(pb.Call)
-		payload := scanPacked(msg, 1<<1|1<<2|1<<3|1<<7, 8, func(num protowire.Number, v uint64) {
+		scalars := uint16(1<<callID | 1<<callDeadline | 1<<callCancel | 1<<callWantPrefilled)
+		payload := scanPacked(msg, scalars, callScoreBatch, func(num protowire.Number, v uint64) {
 			switch num {
-			case 1:
+			case callID:
 				call.Id = v
-			case 2:
+			case callDeadline:
 				call.DeadlineUnixNano = int64(v)
-			case 3:
+			case callCancel:
 				call.Cancel = v != 0
-			case 7:
+			case callWantPrefilled:
 				call.WantPrefilled = v != 0
 			}
 		})
@@ -143,11 +144,11 @@ func decodeCallBatch(b []byte, cb *pb.CallBatch) bool {
 func decodeReplyBatch(b []byte, rb *pb.ReplyBatch) bool {
 	replies, ok := decodeBatch(b, func(msg []byte) (*pb.Reply, []byte) {
 		reply := new(pb.Reply)
-		payload := scanPacked(msg, 1<<1|1<<6, 7, func(num protowire.Number, v uint64) {
+		payload := scanPacked(msg, 1<<replyID|1<<replyPrefilled, replyScoreBatch, func(num protowire.Number, v uint64) {
 			switch num {
-			case 1:
+			case replyID:
 				reply.Id = v
-			case 6:
+			case replyPrefilled:
 				reply.Prefilled = v != 0
 			}
 		})
@@ -164,6 +165,16 @@ func decodeReplyBatch(b []byte, rb *pb.ReplyBatch) bool {
 	return ok
 }
 
+// Field numbers of plugin.proto that the decoders read
+// (TestDecoderFieldNumbers holds them to the generated descriptors).
+const (
+	batchElems                                          = 1 // CallBatch.calls, ReplyBatch.replies
+	callID, callDeadline, callCancel, callWantPrefilled = 1, 2, 3, 7
+	callScoreBatch                                      = 8
+	replyID, replyPrefilled, replyScoreBatch            = 1, 6, 7
+	batchPacked                                         = 2 // ScoreBatchRequest.packed, ScoreBatchResponse.packed
+)
+
 // decodeBatch reads the repeated field 1 of a CallBatch or ReplyBatch:
 // each element through packed, or when packed returns nil, through
 // proto.Unmarshal. ok is false, and the buffers packed took handed back,
@@ -175,7 +186,7 @@ func decodeBatch[T any, P interface {
 	var pooled [][]byte // payloads copied so far
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num != 1 || typ != protowire.BytesType {
+		if n < 0 || num != batchElems || typ != protowire.BytesType {
 			break
 		}
 		b = b[n:]
@@ -235,7 +246,7 @@ func scanPacked(b []byte, varints uint16, sub protowire.Number, set func(num pro
 			}
 			b = b[n:]
 			num, typ, n := protowire.ConsumeTag(msg)
-			if n < 0 || num != 2 || typ != protowire.BytesType {
+			if n < 0 || num != batchPacked || typ != protowire.BytesType {
 				return nil
 			}
 			p, m := protowire.ConsumeBytes(msg[n:])

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/hayloft/hayloft/sdk"
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
@@ -160,5 +161,46 @@ func TestDecodeReplyBatchMatchesProto(t *testing.T) {
 	var got pb.ReplyBatch
 	if decodeReplyBatch(good[:len(good)-2], &got) {
 		t.Errorf("a cut batch decoded as %v", &got)
+	}
+}
+
+// The decoders' field numbers are plugin.proto's.
+func TestDecoderFieldNumbers(t *testing.T) {
+	for _, f := range []struct {
+		msg  proto.Message
+		name string
+		want protowire.Number
+	}{
+		{&pb.CallBatch{}, "calls", batchElems},
+		{&pb.ReplyBatch{}, "replies", batchElems},
+		{&pb.Call{}, "id", callID},
+		{&pb.Call{}, "deadline_unix_nano", callDeadline},
+		{&pb.Call{}, "cancel", callCancel},
+		{&pb.Call{}, "want_prefilled", callWantPrefilled},
+		{&pb.Call{}, "score_batch", callScoreBatch},
+		{&pb.Reply{}, "id", replyID},
+		{&pb.Reply{}, "prefilled", replyPrefilled},
+		{&pb.Reply{}, "score_batch", replyScoreBatch},
+		{&pb.ScoreBatchRequest{}, "packed", batchPacked},
+		{&pb.ScoreBatchResponse{}, "packed", batchPacked},
+	} {
+		fd := f.msg.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name(f.name))
+		if fd == nil || fd.Number() != f.want {
+			t.Errorf("%T.%s: number %v, the decoders read %d", f.msg, f.name, fd, f.want)
+		}
+	}
+	// A Call or Reply with a field the decoders do not know of goes to
+	// proto.Unmarshal: every field of theirs is either read or refused.
+	known := map[protoreflect.FullName]map[protowire.Number]bool{
+		"hayloft.plugin.v1.Call":  {callID: true, callDeadline: true, callCancel: true, callWantPrefilled: true, callScoreBatch: true, 4: true, 5: true, 6: true},
+		"hayloft.plugin.v1.Reply": {replyID: true, replyPrefilled: true, replyScoreBatch: true, 2: true, 3: true, 4: true, 5: true},
+	}
+	for _, m := range []proto.Message{&pb.Call{}, &pb.Reply{}} {
+		d := m.ProtoReflect().Descriptor()
+		for i := range d.Fields().Len() {
+			if n := d.Fields().Get(i).Number(); !known[d.FullName()][n] {
+				t.Errorf("%s has field %d (%s), new to this test: check decodeCallBatch and decodeReplyBatch", d.FullName(), n, d.Fields().Get(i).Name())
+			}
+		}
 	}
 }
