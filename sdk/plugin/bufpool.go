@@ -266,10 +266,12 @@ func scanPacked(b []byte, varints uint16, sub protowire.Number, set func(num pro
 	return *buf
 }
 
-// releasePacked hands the packed requests of a score batch that is done
-// with to bufferPool: the batch's arrays no longer refer to them (its
-// reply is packed, a copy), and nothing else does, whichever decoder made
-// them (the pool keeps a buffer whose capacity is one of its tiers).
+// releasePacked hands a packed batch that is done with to bufferPool. b
+// is the packed field of a message the codec decoded, never a buffer a
+// caller still owns: scanPacked's copy (from the pool) or proto.Unmarshal's
+// (fresh, and as dead); the pool keeps it if its capacity is one of its
+// tiers. (A registry of scanPacked's copies would hold the ones never
+// handed back, an aggregate's, for the life of the process.)
 func releasePacked(b []byte) {
 	b = b[:cap(b)]
 	bufferPool.Put(&b)
