@@ -154,6 +154,7 @@ func TestTokens(t *testing.T) {
 		{"unknown encoding", []string{"--encoding", "nope"}, "hello", check{code: 2, stderr: []string{`"nope"`, "cl100k_base", "o200k_base"}}},
 		{"invalid UTF-8", nil, "ab\xffcd", check{code: 1, stderr: []string{"not valid UTF-8", "offset 2"}}},
 		{"unknown flag", []string{"--encodnig", "cl100k_base"}, "x", check{code: 2, stderr: []string{"encodnig"}, bug: badFlagExit}},
+		{"file argument", []string{"--count", "text.txt"}, "hello", check{code: 2, stderr: []string{`unexpected argument "text.txt"`, "standard input"}}},
 		// The allowed-special vectors run in TestTokensReferenceVectors.
 		{"allowed special unknown", []string{"--encoding", "gpt2", "--allowed-special", "<|fim_prefix|>"}, "x", check{code: 2, stderr: []string{"--allowed-special", `"<|fim_prefix|>"`, "<|endoftext|>"}}},
 		// -h lists every encoding the command accepts.
@@ -370,6 +371,9 @@ func TestScore(t *testing.T) {
 		{"scorer options off", []string{"--scorer", "exact"},
 			`{"prediction":"paris!","references":["Paris"]}` + "\n", check{stdout: []string{`"value":0`}}},
 		{"no scorer", nil, scoreInput, check{code: 2, stderr: []string{"--scorer"}}},
+		// A file named after the flags is not read: an error, not an empty score.
+		{"file argument", []string{"--scorer", "exact", "preds.jsonl"}, "", check{code: 2, stderr: []string{`unexpected argument "preds.jsonl"`, "standard input"}}},
+		{"file argument, aggregate", []string{"--scorer", "bleu", "preds.jsonl", "--aggregate"}, scoreInput, check{code: 2, stderr: []string{`unexpected argument "preds.jsonl"`}}},
 		{"bad option", []string{"--scorer", "rougel", "--option", "tokenizer"}, scoreInput, check{code: 2, stderr: []string{"tokenizer", "key=value"}}},
 	}
 	for _, tt := range tests {

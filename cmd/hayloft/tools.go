@@ -174,7 +174,11 @@ func (e *cliEnv) cmdScore(ctx context.Context, args []string) error {
 	pluginName := fs.String("plugin", "", "plugin that serves the scorer (default: resolve by name)")
 	var options multiFlag
 	fs.Var(&options, "option", "scorer option key=value (repeatable; values parse as JSON when they can)")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := stdinOnly("score", pos, "hayloft score --scorer NAME < in.jsonl"); err != nil {
 		return err
 	}
 	if *name == "" {
@@ -230,7 +234,11 @@ func (e *cliEnv) cmdTokens(_ context.Context, args []string) error {
 	encName := fs.String("encoding", "cl100k_base", "tiktoken encoding: "+strings.Join(tokenizer.Names(), ", "))
 	countOnly := fs.Bool("count", false, "print the count alone")
 	allowed := fs.String("allowed-special", "", `special tokens to encode as their ids: "all", or a comma-separated list such as "<|endoftext|>" (default none: special-token text is ordinary text)`)
-	if _, err := parseInterspersed(fs, args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := stdinOnly("tokens", pos, "hayloft tokens < text.txt"); err != nil {
 		return err
 	}
 	if !slices.Contains(tokenizer.Names(), *encName) {
@@ -284,4 +292,15 @@ func (e *cliEnv) cmdTokens(_ context.Context, args []string) error {
 		ids = []int{}
 	}
 	return json.NewEncoder(e.stdout).Encode(map[string]any{"ids": ids, "count": len(ids)})
+}
+
+// stdinOnly refuses the arguments left after a command's flags when the
+// command reads its input from standard input alone: a file named there
+// was otherwise ignored, and the command scored or counted an empty input
+// (or waited on a terminal) without a word.
+func stdinOnly(cmd string, pos []string, example string) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	return &exitError{code: 2, err: fmt.Errorf("hayloft %s: unexpected argument %q: the input is read from standard input (%s)", cmd, pos[0], example)}
 }
