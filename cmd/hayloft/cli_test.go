@@ -390,6 +390,58 @@ func TestScore(t *testing.T) {
 	}
 }
 
+// A line scores the same whatever lines come before it. Scorers may keep
+// pieces of what they were given (rougel's stem cache keeps stems, often
+// prefixes of the words), and the memory those pieces come from, the
+// plugin's packed batches and scoreio's input chunks, is reused batch after
+// batch: when rougel kept them uncopied, a fifth of the lines of a long file
+// scored with other lines' stems. So the last lines of a long file must
+// score as they do alone, through the plugin and in process.
+func TestScoreLinesIndependentOfEarlierOnes(t *testing.T) {
+	syllables := []string{"lu", "me", "bo", "gi", "ne", "ra", "fe", "co", "pi", "to", "da", "su"}
+	suffixes := []string{"ing", "ed", "s", "ness", "ful", "ational", "ly", "es", "ation", ""}
+	// The reference has the prediction's stems with other suffixes: they
+	// match only while each word's cached stem reads as it did.
+	word := func(n, suffix int) string {
+		return syllables[n%12] + syllables[n/12%12] + syllables[n/144%12] + suffixes[suffix%len(suffixes)]
+	}
+	var in strings.Builder
+	lines := 12000
+	for i := range lines {
+		var pred, ref []string
+		for j := range 8 {
+			n := (i*131 + j*7919) % 1728
+			pred = append(pred, word(n, i+j))
+			ref = append(ref, word(n, i+j+1+j%3))
+		}
+		fmt.Fprintf(&in, "{\"prediction\":%q,\"references\":[%q]}\n", strings.Join(pred, " "), strings.Join(ref, " "))
+	}
+	all := strings.SplitAfter(in.String(), "\n")
+	tail := strings.Join(all[lines-200:lines], "")
+	for _, mode := range [][]string{nil, {"--in-process"}} {
+		args := append([]string{"score", "--scorer", "rougel", "--option", "use_stemmer=true"}, mode...)
+		whole := hayloftIO(t, t.TempDir(), nil, in.String(), args...)
+		alone := hayloftIO(t, t.TempDir(), nil, tail, args...)
+		if whole.code != 0 || alone.code != 0 {
+			t.Fatalf("%v: exit %d, %d: %s %s", mode, whole.code, alone.code, whole.stderr, alone.stderr)
+		}
+		got := strings.SplitAfter(whole.stdout, "\n")
+		if len(got) != lines+1 {
+			t.Fatalf("%v: %d lines out, want %d", mode, len(got)-1, lines)
+		}
+		if last := strings.Join(got[lines-200:lines], ""); last != alone.stdout {
+			differ := 0
+			want := strings.SplitAfter(alone.stdout, "\n")
+			for i := range 200 {
+				if i < len(want) && got[lines-200+i] != want[i] {
+					differ++
+				}
+			}
+			t.Errorf("%v: %d of the last 200 lines score otherwise than alone", mode, differ)
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	dir := t.TempDir()
 	haystack := filepath.Join(repoRoot(t), "README.md")

@@ -79,22 +79,23 @@ const maxVarint = 10
 var errPacked = errors.New("packed score batch: truncated or too long")
 
 // unpackScoreRequests decodes a packed batch into requests and their
-// samples. Their strings share b's memory, which is never written again
-// (the decoded message's own copy); each is checked to be UTF-8 as a
-// protobuf string would be.
+// samples; each string is checked to be UTF-8 as a protobuf string would
+// be.
 func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
 	return new(requestSlabs).unpack(b)
 }
 
-// requestSlabs are the arrays unpack decodes a packed batch into. A
-// server reuses them batch after batch once a batch's reply no longer
-// refers to them (batchMem), instead of a fresh batch's worth of memory
-// each time, which costs its page faults.
+// requestSlabs is the scratch memory unpack reuses batch after batch
+// (batchMem). Only scratch: what unpack hands to the scorer (requests,
+// samples, targets, strings) is fresh for every batch and never written
+// again, because a scorer may keep any of it past its call (rougel's stem
+// cache keeps pieces of the prediction) and sdk.Scorer sets no limit on
+// how long. The packed bytes themselves go back to bufferPool once the
+// reply is sent (releasePacked), so the strings are cut from one copy of
+// them, not from them: reused, they once gave rougel with stemming other
+// batches' stems (TestPackedRequestsOutliveTheirBatch).
 type requestSlabs struct {
-	reqs    []sdk.ScoreRequest
-	samples []sdk.Sample
-	targets []string
-	spans   []reqSpan
+	spans []reqSpan
 }
 
 type reqSpan struct{ req, start, end int }
@@ -106,11 +107,14 @@ func (m *requestSlabs) unpack(b []byte) ([]sdk.ScoreRequest, error) {
 		return nil, errPacked
 	}
 	b = b[n:]
-	reqs := reuse(m.reqs, int(count))
-	samples := reuse(m.samples, int(count))
-	targets := reuse(m.targets, int(count)) // one slice for every request's targets
+	// One copy of the batch, never written: the strings below share it.
+	own := string(b)
+	b = unsafe.Slice(unsafe.StringData(own), len(own))
+	reqs := make([]sdk.ScoreRequest, 0, count)
+	samples := make([]sdk.Sample, 0, count)
+	targets := make([]string, 0, count) // one slice for every request's targets
 	spans := m.spans[:0]
-	defer func() { m.reqs, m.samples, m.targets, m.spans = reqs, samples, targets, spans }()
+	defer func() { m.spans = spans }()
 	for k := range int(count) {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {
@@ -376,8 +380,9 @@ func (m *resultSlabs) unpack(b []byte) ([]ScoreResult, error) {
 		}
 		b = b[n:]
 		if len(stats) == 0 && count > 0 && cap(stats) < int(count)*(int(want)-k) {
-			// Results mostly have as many statistics as the first.
-			stats = make([]float64, 0, int(count)*(int(want)-k))
+			// Results mostly have as many statistics as the first; no
+			// more than the rest of b can hold, whatever a bad reply says.
+			stats = make([]float64, 0, min(int(count)*(int(want)-k), len(b)/8))
 		}
 		start := len(stats)
 		for range count {

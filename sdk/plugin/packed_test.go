@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -337,4 +338,73 @@ func TestReleaseResults(t *testing.T) {
 	check("kept", kept)
 	ReleaseResults([]ScoreResult{{Response: &sdk.ScoreResponse{}}}) // not a batch's: left alone
 	ReleaseResults(nil)
+}
+
+// keepingScorer keeps every request it is given, as a scorer with a cache
+// keyed or valued by pieces of its input does, and checks on each call
+// that what it kept still reads as it did.
+type keepingScorer struct {
+	mu   sync.Mutex
+	kept []keptRequest
+}
+
+type keptRequest struct {
+	req                            *sdk.ScoreRequest
+	id, prediction, target, prefix string // copies, and a piece kept uncopied
+	piece                          string
+}
+
+func (s *keepingScorer) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.kept {
+		if k.req.Sample.ID != k.id || k.req.Prediction != k.prediction || k.req.Sample.Targets[0] != k.target || k.piece != k.prefix {
+			return nil, fmt.Errorf("a kept request changed: id %q prediction %q target %q piece %q, given %q %q %q %q",
+				k.req.Sample.ID, k.req.Prediction, k.req.Sample.Targets[0], k.piece, k.id, k.prediction, k.target, k.prefix)
+		}
+	}
+	s.kept = append(s.kept, keptRequest{req: req, id: strings.Clone(req.Sample.ID), prediction: strings.Clone(req.Prediction),
+		target: strings.Clone(req.Sample.Targets[0]), prefix: strings.Clone(req.Prediction[:3]), piece: req.Prediction[:3]})
+	return &sdk.ScoreResponse{Value: 1}, nil
+}
+
+// What a packed batch hands a scorer outlives the batch: requests,
+// samples, targets and strings (pieces of them included) read the same in
+// later batches, whose packed bytes reuse the earlier ones' buffers. They
+// once did not, and rougel's stem cache, which keeps pieces of
+// predictions, gave other batches' stems.
+func TestPackedRequestsOutliveTheirBatch(t *testing.T) {
+	keeper := new(keepingScorer)
+	set := sdk.NewSet("packtest", "1.0.0")
+	set.RegisterScorer("keep", func(context.Context, sdk.Options) (sdk.Scorer, error) { return keeper, nil })
+	conn, _ := serve(t, set, false)
+	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "keep")
+	if !sc.Info().Serves(FeaturePackedScoreBatch) {
+		t.Fatalf("features %v: no %s", sc.Info().Features, FeaturePackedScoreBatch)
+	}
+	ctx := context.Background()
+	for b := range 8 {
+		reqs := make([]*sdk.ScoreRequest, 20)
+		for i := range reqs {
+			c := string(rune('a' + (b*20+i)%26))
+			reqs[i] = &sdk.ScoreRequest{Sample: &sdk.Sample{ID: fmt.Sprintf("b%d-%d", b, i), Targets: []string{strings.Repeat(c, 40)}},
+				Prediction: strings.Repeat(c, 30+b)}
+		}
+		if !allPackable(reqs) {
+			t.Fatal("the batch would not go packed")
+		}
+		results, err := sc.ScoreBatch(ctx, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range results {
+			if r.Err != nil {
+				t.Fatalf("batch %d request %d: %v", b, i, r.Err)
+			}
+		}
+		ReleaseResults(results)
+	}
+	if len(keeper.kept) != 160 {
+		t.Errorf("kept %d requests, want 160", len(keeper.kept))
+	}
 }

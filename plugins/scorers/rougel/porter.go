@@ -311,7 +311,11 @@ func (c *stemCache) stem(w string) string {
 	}
 	s := stem(w)
 	if c.size.Load() < stemCacheMax {
-		if _, loaded := c.m.LoadOrStore(strings.Clone(w), s); !loaded {
+		// Both cloned: w is a piece of the caller's text, and so is s
+		// when the stem is a prefix of it, and that text's memory may be
+		// reused once the call returns (scoreio's input chunks in
+		// process), where a cached stem would change under the cache.
+		if _, loaded := c.m.LoadOrStore(strings.Clone(w), strings.Clone(s)); !loaded {
 			c.size.Add(1)
 		}
 	}
