@@ -102,6 +102,11 @@ type Attempt struct {
 }
 
 // Scorer scores one prediction. Safe for concurrent use.
+//
+// The request, its sample and their strings are the scorer's to keep: a
+// cache or a map may hold any of them, or pieces of them, past the call,
+// and whatever calls Score (the SDK's plugin server included) never writes
+// them again.
 type Scorer interface {
 	Score(ctx context.Context, req *ScoreRequest) (*ScoreResponse, error)
 }
