@@ -99,7 +99,10 @@ func Score(ctx context.Context, sc sdk.Scorer, in io.Reader, out io.Writer, opts
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pool := newSlabs(!opts.Aggregate || ownsMemory(sc))
+	// The input's chunks are reused only under a scorer in another
+	// process: one in this process may keep the strings it is given past
+	// its call (sdk.Scorer), and they share the chunks' memory.
+	pool := newSlabs(ownsMemory(sc))
 	w := &writer{w: bufio.NewWriterSize(out, 1<<16), opts: opts, cancel: cancel, slabs: pool}
 	ordered := make(chan *batch, inFlight)
 	writeDone := make(chan struct{})
@@ -123,14 +126,15 @@ func Score(ctx context.Context, sc sdk.Scorer, in io.Reader, out io.Writer, opts
 	return err
 }
 
-// memoryOwner is implemented by scorers that can say whether their
-// results never share the memory of the requests (pluginhost.Scorer: true
-// when the scorer runs as a plugin).
+// memoryOwner is implemented by scorers that can say whether neither
+// their results nor anything they keep shares the memory of the requests
+// (pluginhost.Scorer: true when the scorer runs as a plugin).
 type memoryOwner interface{ ResultsOwnMemory() bool }
 
-// ownsMemory reports whether sc's results never share its requests'
-// memory, so that an aggregate, which keeps every line's result, may still
-// reuse the input's chunks once their lines are written.
+// ownsMemory reports whether neither sc's results nor what it keeps share
+// its requests' memory, so that the input's chunks may be reused once
+// their lines are written, an aggregate's (which keeps every line's
+// result) included.
 func ownsMemory(sc sdk.Scorer) bool {
 	m, ok := sc.(memoryOwner)
 	return ok && m.ResultsOwnMemory()
@@ -175,9 +179,9 @@ type slabs struct {
 	items  chan []item
 	fields chan []field
 	// chunks is lineReader.released: the input chunks before the one of
-	// the last line written are free. Nil when results outlive their
-	// lines and may share their memory (an aggregate over an in-process
-	// scorer, whose responses may hold the input's strings).
+	// the last line written are free. Nil when the scorer runs in this
+	// process, where it may keep the input's strings (a cache of pieces
+	// of them, a response holding one) as long as it likes.
 	chunks *atomic.Int64
 }
 

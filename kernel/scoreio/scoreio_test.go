@@ -7,10 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hayloft/hayloft/plugins/scorers/bleu"
@@ -200,10 +202,17 @@ func TestParseOptions(t *testing.T) {
 	}
 }
 
+// outOfProcess stands for a scorer in a plugin process (as
+// pluginhost.Scorer says of one), under which the input's chunks are reused.
+type outOfProcess struct{ sdk.Scorer }
+
+func (outOfProcess) ResultsOwnMemory() bool { return true }
+
 // Past a few chunks of input, chunks and slabs are reused once their lines
 // are written: every output line still carries its own input's text.
 func TestReuseKeepsLines(t *testing.T) {
-	sc, _ := exact.New(context.Background(), nil)
+	exactScorer, _ := exact.New(context.Background(), nil)
+	sc := outOfProcess{exactScorer}
 	var in strings.Builder
 	const n = 12000 // about 4 MiB: chunks of 1 MiB are reused
 	for i := range n {
@@ -234,6 +243,45 @@ func TestReuseKeepsLines(t *testing.T) {
 		text := strings.Repeat(fmt.Sprintf("w%06d ", i), 40)
 		if got.N != i || got.Score.Value != 1 || got.Prediction != text || len(got.References) != 1 || got.References[0] != text {
 			t.Fatalf("line %d is not its input's: %.120s", i+1, l)
+		}
+	}
+}
+
+// keeper keeps every prediction it is given, as a scorer with a cache of
+// pieces of its input does, beside a copy of how it read when given.
+type keeper struct {
+	mu   sync.Mutex
+	kept [][2]string // as kept, as given
+}
+
+func (k *keeper) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.kept = append(k.kept, [2]string{req.Prediction, strings.Clone(req.Prediction)})
+	return &sdk.ScoreResponse{Value: 1}, nil
+}
+
+// A scorer in this process may keep what it is given (sdk.Scorer): the
+// input's chunks, which its strings share, are then never reused.
+func TestInProcessScorerKeepsItsStrings(t *testing.T) {
+	var in strings.Builder
+	const n = 12000 // about 4 MiB: past several chunks
+	for i := range n {
+		text := strings.Repeat(fmt.Sprintf("w%06d ", i), 40)
+		fmt.Fprintf(&in, `{"prediction": %q, "references": ["x"]}`+"\n", text)
+	}
+	for _, aggregate := range []bool{false, true} {
+		k := new(keeper)
+		if err := Run(context.Background(), k, strings.NewReader(in.String()), io.Discard, aggregate); err != nil {
+			t.Fatal(err)
+		}
+		if len(k.kept) != n {
+			t.Fatalf("aggregate %v: kept %d predictions, want %d", aggregate, len(k.kept), n)
+		}
+		for _, p := range k.kept {
+			if p[0] != p[1] {
+				t.Fatalf("aggregate %v: a kept prediction changed after its call: %.40q, given as %.40q", aggregate, p[0], p[1])
+			}
 		}
 	}
 }
