@@ -80,28 +80,14 @@ var errPacked = errors.New("packed score batch: truncated or too long")
 
 // unpackScoreRequests decodes a packed batch into requests and their
 // samples; each string is checked to be UTF-8 as a protobuf string would
-// be.
+// be. What it returns (requests, samples, targets, strings) is fresh for
+// every batch and never written again: a scorer may keep any of it past
+// its call (sdk.Scorer; rougel's stem cache keeps pieces of predictions).
+// The packed bytes themselves go back to bufferPool once the reply is sent
+// (releasePacked), so the strings are cut from one copy of them, not from
+// them: cut from them, they once gave rougel with stemming other batches'
+// stems (TestPackedRequestsOutliveTheirBatch).
 func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
-	return new(requestSlabs).unpack(b)
-}
-
-// requestSlabs is the scratch memory unpack reuses batch after batch
-// (batchMem). Only scratch: what unpack hands to the scorer (requests,
-// samples, targets, strings) is fresh for every batch and never written
-// again, because a scorer may keep any of it past its call (rougel's stem
-// cache keeps pieces of the prediction) and sdk.Scorer sets no limit on
-// how long. The packed bytes themselves go back to bufferPool once the
-// reply is sent (releasePacked), so the strings are cut from one copy of
-// them, not from them: reused, they once gave rougel with stemming other
-// batches' stems (TestPackedRequestsOutliveTheirBatch).
-type requestSlabs struct {
-	spans []reqSpan
-}
-
-type reqSpan struct{ req, start, end int }
-
-// unpack is unpackScoreRequests into m's arrays.
-func (m *requestSlabs) unpack(b []byte) ([]sdk.ScoreRequest, error) {
 	count, n := protowire.ConsumeVarint(b)
 	if n < 0 || count > uint64(len(b)-n)/5 { // a request takes 5 bytes at least
 		return nil, errPacked
@@ -110,11 +96,13 @@ func (m *requestSlabs) unpack(b []byte) ([]sdk.ScoreRequest, error) {
 	// One copy of the batch, never written: the strings below share it.
 	own := string(b)
 	b = unsafe.Slice(unsafe.StringData(own), len(own))
+	// Sized to the count, so the requests' pointers into samples stay
+	// put. A request's targets are a capped piece of one slice: should
+	// appending move that slice, earlier pieces keep the old array, which
+	// nothing writes again.
 	reqs := make([]sdk.ScoreRequest, 0, count)
 	samples := make([]sdk.Sample, 0, count)
-	targets := make([]string, 0, count) // one slice for every request's targets
-	spans := m.spans[:0]
-	defer func() { m.spans = spans }()
+	targets := make([]string, 0, count)
 	for k := range int(count) {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {
@@ -150,21 +138,15 @@ func (m *requestSlabs) unpack(b []byte) ([]sdk.ScoreRequest, error) {
 				return nil, fmt.Errorf("request %d: a target is not UTF-8", k)
 			}
 		}
-		samples = append(samples, sdk.Sample{ID: strs[0], Language: strs[2]})
-		reqs = append(reqs, sdk.ScoreRequest{Prediction: strs[1], ForAggregate: flags&packedForAggregate != 0, ScoreObject: flags&packedScoreObject != 0})
+		smp := sdk.Sample{ID: strs[0], Language: strs[2]}
 		if nt > 0 {
-			spans = append(spans, reqSpan{k, start, len(targets)})
+			smp.Targets = targets[start:len(targets):len(targets)]
 		}
+		samples = append(samples, smp)
+		reqs = append(reqs, sdk.ScoreRequest{Sample: &samples[k], Prediction: strs[1], ForAggregate: flags&packedForAggregate != 0, ScoreObject: flags&packedScoreObject != 0})
 	}
 	if len(b) > 0 {
 		return nil, fmt.Errorf("%d bytes after %d requests: %w", len(b), count, errPacked)
-	}
-	// Pointers and target slices are set once the slabs stop moving.
-	for i := range reqs {
-		reqs[i].Sample = &samples[i]
-	}
-	for _, s := range spans {
-		samples[s.req].Targets = targets[s.start:s.end:s.end]
 	}
 	return reqs, nil
 }
