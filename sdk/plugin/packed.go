@@ -300,11 +300,8 @@ type resultSlabs struct {
 	results []ScoreResult
 	resps   []sdk.ScoreResponse
 	stats   []float64
-	spans   []resSpan
 	packed  []byte // the packed answer the results' details share
 }
-
-type resSpan struct{ res, start, end int }
 
 // resultMems holds the resultSlabs of results handed back.
 var resultMems = sync.Pool{New: func() any { return new(resultSlabs) }}
@@ -337,9 +334,12 @@ func (m *resultSlabs) unpack(b []byte) ([]ScoreResult, error) {
 	b = b[n:]
 	results := reuse(m.results, int(want))
 	resps := reuse(m.resps, int(want))
+	// resps holds want, so the results' pointers into it stay put. A
+	// response's stats are a capped piece of one slice: should appending
+	// move that slice, earlier pieces keep the old array, which nothing
+	// writes again (m keeps the new one).
 	stats := m.stats[:0] // every element is written before it is read
-	spans := m.spans[:0]
-	defer func() { m.results, m.resps, m.stats, m.spans = results, resps, stats, spans }()
+	defer func() { m.results, m.resps, m.stats = results, resps, stats }()
 	for k := range int(want) {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {
@@ -372,30 +372,24 @@ func (m *resultSlabs) unpack(b []byte) ([]ScoreResult, error) {
 			b = b[8:]
 			stats = append(stats, math.Float64frombits(v))
 		}
+		resp := sdk.ScoreResponse{Value: math.Float64frombits(bits), Invalid: flags&packedInvalid != 0}
 		if count > 0 {
-			spans = append(spans, resSpan{k, start, len(stats)})
+			resp.Stats = stats[start:len(stats):len(stats)]
 		}
-		resps = append(resps, sdk.ScoreResponse{Value: math.Float64frombits(bits), Invalid: flags&packedInvalid != 0})
+		resps = append(resps, resp)
 		if len(details) == 0 {
 			details = nil // as a message's absent bytes field reads
 		} else {
 			details = details[:len(details):len(details)]
 		}
-		r := ScoreResult{DetailsJSON: details}
+		r := ScoreResult{Response: &resps[k], DetailsJSON: details}
 		if flags&packedObject != 0 {
-			r = ScoreResult{ScoreJSON: details}
+			r = ScoreResult{Response: &resps[k], ScoreJSON: details}
 		}
 		results = append(results, r)
 	}
 	if len(b) > 0 {
 		return nil, fmt.Errorf("%d bytes after %d results: %w", len(b), want, errPackedResults)
-	}
-	// Pointers and stats are set once the arrays stop moving.
-	for k := range results {
-		results[k].Response = &resps[k]
-	}
-	for _, s := range spans {
-		resps[s.res].Stats = stats[s.start:s.end:s.end]
 	}
 	return results, nil
 }
