@@ -290,16 +290,7 @@ func (s *Scorer) scoreJSON(req *sdk.ScoreRequest, dst []byte, object bool) (*sdk
 	if req.ForAggregate {
 		return &one.resp, nil, nil
 	}
-	var own *sdk.ScoreResponse
-	if object {
-		own = &one.resp
-	}
-	if dst == nil {
-		dst = make([]byte, 0, 256) // one allocation: sacrebleu's details are about 200 bytes
-	}
-	nums := s.numCache()
-	out, ok := res.appendDetails(dst, own, nums)
-	s.numbers.Put(nums)
+	out, ok := appendDetails(s, dst, res, &one.resp, object)
 	if !ok {
 		// A value JSON cannot hold, to fail as json.Marshal does: the
 		// map's lists are the counter's, which goes back to the pool.
@@ -320,6 +311,19 @@ type leanScore struct {
 // object is set; a value JSON cannot hold leaves the JSON nil and the
 // details in resp.Details, to fail as json.Marshal does, as for Score.
 func (s *Scorer) appendJSON(resp *sdk.ScoreResponse, d detailer, dst []byte, object bool) (*sdk.ScoreResponse, []byte, error) {
+	if out, ok := appendDetails(s, dst, d, resp, object); ok {
+		return resp, out, nil
+	}
+	resp.Details = d.details()
+	return resp, nil, nil
+}
+
+// appendDetails appends d's details to dst (a fresh buffer when nil),
+// with resp's own fields when object is set, through s's pooled numCache;
+// ok is false for a value JSON cannot hold. Generic so that the lean path
+// passes its result as it is: as a detailer it would be copied to the heap,
+// an allocation a sample.
+func appendDetails[D detailer](s *Scorer, dst []byte, d D, resp *sdk.ScoreResponse, object bool) ([]byte, bool) {
 	if dst == nil {
 		dst = make([]byte, 0, 256) // one allocation: sacrebleu's details are about 200 bytes
 	}
@@ -330,11 +334,7 @@ func (s *Scorer) appendJSON(resp *sdk.ScoreResponse, d detailer, dst []byte, obj
 	nums := s.numCache()
 	out, ok := d.appendDetails(dst, own, nums)
 	s.numbers.Put(nums)
-	if ok {
-		return resp, out, nil
-	}
-	resp.Details = d.details()
-	return resp, nil, nil
+	return out, ok
 }
 
 // numCache is a numCache from the pool, or a fresh one; the caller
