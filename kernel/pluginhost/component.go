@@ -427,11 +427,11 @@ func (s *Scorer) AggregateResults(ctx context.Context, results []plugin.ScoreRes
 	return resp, err
 }
 
-// ResultsOwnMemory reports whether ScoreBatch's results never share the
-// memory of their requests: true for a plugin, whose results are decoded
-// from its replies; an in-process scorer's may hold the very strings it
-// was given.
-func (s *Scorer) ResultsOwnMemory() bool { return s.c.inproc == nil }
+// OutOfProcess reports whether the scorer runs in a plugin process. Then
+// neither its results (decoded from its replies) nor anything it keeps
+// share the memory of the requests it was given; an in-process scorer's
+// may hold the very strings (sdk.Scorer).
+func (s *Scorer) OutOfProcess() bool { return s.c.inproc == nil }
 
 func (s *Scorer) Validate(ctx context.Context) error { return s.c.validate(ctx) }
 func (s *Scorer) Info() plugin.Info                  { return s.c.info() }

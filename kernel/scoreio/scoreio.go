@@ -102,7 +102,7 @@ func Score(ctx context.Context, sc sdk.Scorer, in io.Reader, out io.Writer, opts
 	// The input's chunks are reused only under a scorer in another
 	// process: one in this process may keep the strings it is given past
 	// its call (sdk.Scorer), and they share the chunks' memory.
-	pool := newSlabs(ownsMemory(sc))
+	pool := newSlabs(outOfProcess(sc))
 	w := &writer{w: bufio.NewWriterSize(out, 1<<16), opts: opts, cancel: cancel, slabs: pool}
 	ordered := make(chan *batch, inFlight)
 	writeDone := make(chan struct{})
@@ -126,18 +126,14 @@ func Score(ctx context.Context, sc sdk.Scorer, in io.Reader, out io.Writer, opts
 	return err
 }
 
-// memoryOwner is implemented by scorers that can say whether neither
-// their results nor anything they keep shares the memory of the requests
-// (pluginhost.Scorer: true when the scorer runs as a plugin).
-type memoryOwner interface{ ResultsOwnMemory() bool }
-
-// ownsMemory reports whether neither sc's results nor what it keeps share
-// its requests' memory, so that the input's chunks may be reused once
+// outOfProcess reports whether sc says it runs in another process
+// (pluginhost.Scorer does): then neither its results nor what it keeps
+// share its requests' memory, and the input's chunks may be reused once
 // their lines are written, an aggregate's (which keeps every line's
 // result) included.
-func ownsMemory(sc sdk.Scorer) bool {
-	m, ok := sc.(memoryOwner)
-	return ok && m.ResultsOwnMemory()
+func outOfProcess(sc sdk.Scorer) bool {
+	p, ok := sc.(interface{ OutOfProcess() bool })
+	return ok && p.OutOfProcess()
 }
 
 // item is one non-blank input line on its way through.

@@ -202,17 +202,17 @@ func TestParseOptions(t *testing.T) {
 	}
 }
 
-// outOfProcess stands for a scorer in a plugin process (as
+// remoteScorer stands for a scorer in a plugin process (as
 // pluginhost.Scorer says of one), under which the input's chunks are reused.
-type outOfProcess struct{ sdk.Scorer }
+type remoteScorer struct{ sdk.Scorer }
 
-func (outOfProcess) ResultsOwnMemory() bool { return true }
+func (remoteScorer) OutOfProcess() bool { return true }
 
 // Past a few chunks of input, chunks and slabs are reused once their lines
 // are written: every output line still carries its own input's text.
 func TestReuseKeepsLines(t *testing.T) {
 	exactScorer, _ := exact.New(context.Background(), nil)
-	sc := outOfProcess{exactScorer}
+	sc := remoteScorer{exactScorer}
 	var in strings.Builder
 	const n = 12000 // about 4 MiB: chunks of 1 MiB are reused
 	for i := range n {
