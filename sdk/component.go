@@ -111,6 +111,20 @@ type Scorer interface {
 	Score(ctx context.Context, req *ScoreRequest) (*ScoreResponse, error)
 }
 
+// Borrower is a Scorer that only borrows what it is given: once Score
+// returns, it keeps nothing of the request, its sample or their strings,
+// and nothing it keeps points into them (what it returns may; the caller
+// copies that before it lets go). Whatever calls it may then give the
+// next request the same memory: the SDK's plugin server decodes each
+// packed batch into the last one's arrays and cuts the strings from the
+// bytes as received, instead of one fresh copy a batch, which costs a page
+// fault per 4 KiB. A scorer that caches pieces of its input (rougel's
+// stems) must not claim it.
+type Borrower interface {
+	Scorer
+	BorrowsInput()
+}
+
 // ScoreRequest carries a prediction and the sample it answers.
 type ScoreRequest struct {
 	Sample     *Sample `json:"sample"`

@@ -88,21 +88,49 @@ var errPacked = errors.New("packed score batch: truncated or too long")
 // them: cut from them, they once gave rougel with stemming other batches'
 // stems (TestPackedRequestsOutliveTheirBatch).
 func unpackScoreRequests(b []byte) ([]sdk.ScoreRequest, error) {
+	return decodeScoreRequests(b, nil)
+}
+
+// requestArrays are the arrays a packed batch's requests are decoded into
+// when its scorer only borrows them (sdk.Borrower): the next batch's
+// requests reuse them.
+type requestArrays struct {
+	reqs    []sdk.ScoreRequest
+	samples []sdk.Sample
+	targets []string
+}
+
+// decodeScoreRequests decodes a packed batch into fresh arrays and one
+// copy of b (into nil: unpackScoreRequests), or, for a scorer that keeps
+// nothing of its requests (sdk.Borrower), into into's arrays with the
+// strings cut from b itself: those requests are good until b and into are
+// reused, once the batch's reply is packed.
+func decodeScoreRequests(b []byte, into *requestArrays) ([]sdk.ScoreRequest, error) {
 	count, n := protowire.ConsumeVarint(b)
 	if n < 0 || count > uint64(len(b)-n)/5 { // a request takes 5 bytes at least
 		return nil, errPacked
 	}
 	b = b[n:]
-	// One copy of the batch, never written: the strings below share it.
-	own := string(b)
-	b = unsafe.Slice(unsafe.StringData(own), len(own))
 	// Sized to the count, so the requests' pointers into samples stay
 	// put. A request's targets are a capped piece of one slice: should
 	// appending move that slice, earlier pieces keep the old array, which
-	// nothing writes again.
-	reqs := make([]sdk.ScoreRequest, 0, count)
-	samples := make([]sdk.Sample, 0, count)
-	targets := make([]string, 0, count)
+	// nothing writes again until the arrays are reused.
+	var reqs []sdk.ScoreRequest
+	var samples []sdk.Sample
+	var targets []string
+	if into == nil {
+		// One copy of the batch, never written: the strings below share it.
+		own := string(b)
+		b = unsafe.Slice(unsafe.StringData(own), len(own))
+		reqs = make([]sdk.ScoreRequest, 0, count)
+		samples = make([]sdk.Sample, 0, count)
+		targets = make([]string, 0, count)
+	} else {
+		reqs = reuse(into.reqs, int(count))
+		samples = reuse(into.samples, int(count))
+		targets = reuse(into.targets, int(count))
+		defer func() { into.reqs, into.samples, into.targets = reqs, samples, targets }()
+	}
 	for k := range int(count) {
 		flags, n := protowire.ConsumeVarint(b)
 		if n < 0 {

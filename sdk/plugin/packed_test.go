@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
 	pb "github.com/hayloft/hayloft/sdk/plugin/proto/hayloft/plugin/v1"
@@ -90,6 +91,45 @@ func TestPackedRoundTrip(t *testing.T) {
 			t.Errorf("request %d: got %+v, want %+v", i, got[i], *want)
 		}
 	}
+}
+
+// Decoded for a scorer that borrows them, a batch's requests go into the
+// arrays given, which the next batch reuses, and their strings are cut
+// from the packed bytes, not from a copy; they read as the requests
+// packed.
+func TestBorrowedRequestsShareMemory(t *testing.T) {
+	var arrays requestArrays
+	var first *sdk.ScoreRequest
+	for round := range 3 {
+		reqs := make([]*sdk.ScoreRequest, 20-round) // fewer: the arrays are big enough
+		for i := range reqs {
+			reqs[i] = &sdk.ScoreRequest{Sample: &sdk.Sample{ID: fmt.Sprint(round, i), Language: "en", Targets: []string{"t", strings.Repeat("u", i)}}, Prediction: strings.Repeat("p", round+i)}
+		}
+		b := packScoreRequests(nil, reqs)
+		got, err := decodeScoreRequests(b, &arrays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range reqs {
+			if !reflect.DeepEqual(&got[i], want) {
+				t.Fatalf("round %d request %d: got %+v, want %+v", round, i, got[i], *want)
+			}
+			if p := got[i].Sample.Targets[0]; !within(b, p) || !within(b, got[i].Sample.ID) {
+				t.Fatalf("round %d request %d: strings not cut from the packed bytes", round, i)
+			}
+		}
+		if round == 0 {
+			first = &got[0]
+		} else if &got[0] != first {
+			t.Fatalf("round %d: the requests' array was not reused", round)
+		}
+	}
+}
+
+// within reports whether s's bytes lie in b.
+func within(b []byte, s string) bool {
+	p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= lo && p+uintptr(len(s)) <= lo+uintptr(len(b))
 }
 
 // A packed batch that is cut short or holds text that is not UTF-8 is an
@@ -246,9 +286,24 @@ func TestPackedAggregate(t *testing.T) {
 // flight together or one after another, with and without a failing
 // request (whose reply is not packed and keeps its memory), each get
 // their own answers.
+// A scorer that only borrows its requests (sdk.Borrower) gets them in
+// reused arrays with strings cut from the received bytes, and the same
+// answers.
 func TestPackedBatchMemoryReused(t *testing.T) {
+	for name, scorer := range map[string]sdk.Scorer{"keeps": objectScorer{}, "borrows": borrowingScorer{}} {
+		t.Run(name, func(t *testing.T) { testPackedBatchMemoryReused(t, scorer) })
+	}
+}
+
+// borrowingScorer is objectScorer, which copies what it returns and keeps
+// nothing, saying so.
+type borrowingScorer struct{ objectScorer }
+
+func (borrowingScorer) BorrowsInput() {}
+
+func testPackedBatchMemoryReused(t *testing.T, scorer sdk.Scorer) {
 	set := sdk.NewSet("packtest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
+	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return scorer, nil })
 	conn, _ := serve(t, set, false)
 	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
 	ctx := context.Background()

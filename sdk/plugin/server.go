@@ -515,10 +515,16 @@ func (sc scorerServer) ScoreBatch(ctx context.Context, req *pb.ScoreBatchRequest
 		if len(reqs) > 0 {
 			return nil, toStatus(errors.New("score batch: both requests and packed requests"))
 		}
-		if unpacked, err = unpackScoreRequests(b); err != nil {
+		mem = batchMems.Get().(*batchMem)
+		if _, borrows := scorer.(sdk.Borrower); borrows {
+			unpacked, err = decodeScoreRequests(b, &mem.requests)
+		} else {
+			unpacked, err = unpackScoreRequests(b)
+		}
+		if err != nil {
+			batchMems.Put(mem)
 			return nil, toStatus(err)
 		}
-		mem = batchMems.Get().(*batchMem)
 	}
 	n := len(reqs) + len(unpacked)
 	// Each request's sample, result and response live in arrays of the
@@ -602,7 +608,8 @@ func batchWorkers(procs, running, n int) int {
 }
 
 // batchMem is the memory of one packed ScoreBatch's reply: its results,
-// responses and details chunks (its requests are the scorer's to keep:
+// responses and details chunks, and its requests if the scorer only
+// borrows them (sdk.Borrower; otherwise they are the scorer's to keep:
 // unpackScoreRequests). Once the reply is packed (a copy) it goes back to
 // batchMems for the next batch; fresh memory for each batch cost `hayloft
 // score`'s plugin a page fault per 4 KiB, a fifth of its time with a
@@ -612,6 +619,7 @@ type batchMem struct {
 	resultSlab []pb.ScoreResult
 	respSlab   []pb.ScoreResponse
 	chunks     [][][]byte
+	requests   requestArrays
 }
 
 var batchMems = sync.Pool{New: func() any { return new(batchMem) }}

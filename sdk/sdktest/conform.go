@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
 )
@@ -208,7 +209,9 @@ type ScorerCase struct {
 // scorer must be safe for concurrent use and give the same answers), checks
 // values and that Details are JSON-encodable, and, if the scorer is an
 // sdk.Aggregator, that aggregating the scores works (or reports
-// sdk.ErrUnsupported) and counts at most the cases given.
+// sdk.ErrUnsupported) and counts at most the cases given. A scorer that
+// claims to keep nothing of its requests (sdk.Borrower) is also held to
+// it: see checkBorrows.
 func CheckScorer(t testing.TB, scorer sdk.Scorer, cases []ScorerCase) {
 	t.Helper()
 	checkScorer(context.Background(), scorer, cases, t.Errorf)
@@ -218,6 +221,14 @@ func checkScorer(ctx context.Context, scorer sdk.Scorer, cases []ScorerCase, fai
 	failed := false
 	fail0 := fail
 	fail = func(format string, args ...any) { failed = true; fail0(format, args...) }
+	_, borrows := scorer.(sdk.Borrower)
+	if borrows {
+		// First, while nothing of the cases is in any cache of the scorer.
+		checkBorrows(ctx, scorer, cases, fail)
+		if failed {
+			return
+		}
+	}
 	seq := make([]*sdk.ScoreResponse, len(cases))
 	for i, c := range cases {
 		resp, err := scorer.Score(ctx, c.Req)
@@ -303,4 +314,88 @@ func checkScore(c ScorerCase, resp *sdk.ScoreResponse, fail errorf) {
 	if math.IsNaN(resp.Value) || math.Abs(resp.Value-c.Want) > tol {
 		fail("%s: value = %v, want %v (±%g)", c.Name, resp.Value, c.Want, tol)
 	}
+}
+
+// checkBorrows holds a Borrower to keeping nothing of its requests: each
+// case is scored on a copy (request and sample) whose strings (those a
+// packed batch carries: id, prediction, language, targets) share one
+// buffer, all overwritten once Score returns, as the plugin server reuses
+// a batch's memory for the next. Then every case is scored again on its
+// own request, and must get the same answer, details included: a scorer
+// that kept a piece of an overwritten copy (a cache entry, a remembered
+// target) answers from garbage. It runs before any other scoring, so that
+// what a cache holds is the copies.
+func checkBorrows(ctx context.Context, scorer sdk.Scorer, cases []ScorerCase, fail errorf) {
+	type answer struct {
+		value   float64
+		invalid bool
+		details string
+	}
+	first := make([]answer, len(cases))
+	for i, c := range cases {
+		req, buf := borrowedCopy(c.Req)
+		resp, err := scorer.Score(ctx, req)
+		if err != nil || resp == nil {
+			fail("%s: Score (on a copy, sdk.Borrower): %v", c.Name, err)
+			return
+		}
+		checkScore(c, resp, fail)
+		// Read before the copy is overwritten: resp may share it.
+		d, _ := json.Marshal(resp.Details)
+		first[i] = answer{resp.Value, resp.Invalid, string(d)}
+		// Overwritten as the next batch would: strings, the targets'
+		// array, the sample and the request.
+		for j := range buf {
+			buf[j] = '#'
+		}
+		if req.Sample != nil {
+			for j := range req.Sample.Targets {
+				req.Sample.Targets[j] = "#"
+			}
+			*req.Sample = sdk.Sample{ID: "#"}
+		}
+		*req = sdk.ScoreRequest{Prediction: "#"}
+	}
+	for i, c := range cases {
+		resp, err := scorer.Score(ctx, c.Req)
+		if err != nil || resp == nil {
+			fail("%s: Score after its copy was overwritten (sdk.Borrower): %v", c.Name, err)
+			return
+		}
+		d, _ := json.Marshal(resp.Details)
+		got, want := answer{resp.Value, resp.Invalid, string(d)}, first[i]
+		if got != want && !(math.IsNaN(got.value) && math.IsNaN(want.value)) {
+			fail("%s: sdk.Borrower: scoring again after its copy was overwritten gave %v (invalid %v, details %s), on the copy %v (invalid %v, details %s)",
+				c.Name, got.value, got.invalid, got.details, want.value, want.invalid, want.details)
+		}
+	}
+}
+
+// borrowedCopy is a copy of req whose sample is a copy too, their id,
+// prediction, language and targets cut from the one buffer returned.
+func borrowedCopy(req *sdk.ScoreRequest) (*sdk.ScoreRequest, []byte) {
+	cp := *req
+	if req.Sample == nil {
+		return &cp, nil
+	}
+	smp := *req.Sample
+	cp.Sample = &smp
+	size := len(req.Prediction) + len(smp.ID) + len(smp.Language)
+	for _, t := range smp.Targets {
+		size += len(t)
+	}
+	buf := make([]byte, 0, size)
+	cut := func(s string) string {
+		start := len(buf)
+		buf = append(buf, s...)
+		return unsafe.String(unsafe.SliceData(buf[start:]), len(s))
+	}
+	cp.Prediction, smp.ID, smp.Language = cut(req.Prediction), cut(smp.ID), cut(smp.Language)
+	if smp.Targets != nil {
+		smp.Targets = make([]string, len(req.Sample.Targets))
+		for i, t := range req.Sample.Targets {
+			smp.Targets[i] = cut(t)
+		}
+	}
+	return &cp, buf
 }

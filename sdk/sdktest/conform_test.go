@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -149,5 +150,53 @@ func TestCheckScorerFindsProblems(t *testing.T) {
 			}
 			t.Errorf("problems %q lack %q", problems, tt.want)
 		})
+	}
+}
+
+// memo claims to borrow its requests but remembers each sample's first
+// prediction, uncopied, and scores later ones against it.
+type memo struct {
+	mu   sync.Mutex
+	seen map[string]string
+}
+
+func (m *memo) BorrowsInput() {}
+
+func (m *memo) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first, ok := m.seen[req.Sample.ID]
+	if !ok {
+		m.seen[strings.Clone(req.Sample.ID)] = req.Prediction
+		first = req.Prediction
+	}
+	if first == req.Prediction {
+		return &sdk.ScoreResponse{Value: 1}, nil
+	}
+	return &sdk.ScoreResponse{Value: 0}, nil
+}
+
+// cloningMemo is memo keeping copies: it borrows, as it claims.
+type cloningMemo struct{ memo }
+
+func (m *cloningMemo) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	cp := *req
+	cp.Prediction = strings.Clone(req.Prediction)
+	return m.memo.Score(ctx, &cp)
+}
+
+func TestCheckScorerHoldsBorrowersToIt(t *testing.T) {
+	cases := []ScorerCase{
+		{Name: "a", Req: &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "a", Targets: []string{"t"}}, Prediction: "yes"}, Want: 1},
+		{Name: "b", Req: &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "b"}, Prediction: "no"}, Want: 1},
+	}
+	var log problemLog
+	checkScorer(context.Background(), &memo{seen: map[string]string{}}, cases, log.add)
+	expectProblem(t, log.list, "sdk.Borrower: scoring again after its copy was overwritten gave 0")
+
+	log = problemLog{}
+	checkScorer(context.Background(), &cloningMemo{memo{seen: map[string]string{}}}, cases, log.add)
+	if len(log.list) > 0 {
+		t.Errorf("a scorer that copies what it keeps: %q", log.list)
 	}
 }

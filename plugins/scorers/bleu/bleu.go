@@ -87,11 +87,19 @@ type Scorer struct {
 	numbers  sync.Pool // *numCache
 }
 
-var _ sdk.StatsAggregator = (*Scorer)(nil)
+var (
+	_ sdk.StatsAggregator = (*Scorer)(nil)
+	_ sdk.Borrower        = (*Scorer)(nil)
+)
 
 // AggregateReadsNoDetails marks Aggregate as reading only Stats (and
 // Invalid): corpus BLEU is computed from summed statistics.
 func (s *Scorer) AggregateReadsNoDetails() {}
+
+// BorrowsInput marks Score as keeping nothing of its request
+// (sdk.Borrower): tokens are copied into the pooled counters' tables, and
+// the pools hold no string of a sample.
+func (s *Scorer) BorrowsInput() {}
 
 // New builds the bleu scorer; the result also implements sdk.Aggregator.
 func New(ctx context.Context, opts sdk.Options) (sdk.Scorer, error) {

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 )
 
 func TestTokenizers(t *testing.T) {
@@ -356,5 +357,36 @@ func TestConcurrentUse(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// The scorer keeps nothing of what it scores (sdk.Borrower): in every
+// mode and tokenizer, scoring on copies that are overwritten once scored
+// leaves later answers as they were (sdktest.CheckScorer runs its borrow
+// check first, on a fresh scorer).
+func TestBorrowsInput(t *testing.T) {
+	texts := []string{"The dog bit the man.", "It wasn't surprising.", "The man had just bitten him.", "我爱北京天安门", "Ünïcode — «quotes» 3.14 and 1,000", ""}
+	for _, opts := range []map[string]any{
+		nil,
+		{"tokenize": "zh"},
+		{"tokenize": "intl"},
+		{"tokenize": "char", "smooth_method": "add-k"},
+		{"mode": "nltk"},
+	} {
+		t.Run(fmt.Sprint(opts), func(t *testing.T) {
+			ref := newT(t, opts)
+			var cases []sdktest.ScorerCase
+			for i, hyp := range texts {
+				for j := range texts {
+					req := &sdk.ScoreRequest{Sample: &sdk.Sample{ID: fmt.Sprint(i, j), Language: []string{"en", "zh"}[i%2], Targets: []string{texts[j], texts[(j+1)%len(texts)]}}, Prediction: hyp}
+					want, err := ref.Score(context.Background(), req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					cases = append(cases, sdktest.ScorerCase{Name: req.Sample.ID, Req: req, Want: want.Value, Invalid: want.Invalid})
+				}
+			}
+			sdktest.CheckScorer(t, newT(t, opts), cases)
+		})
 	}
 }

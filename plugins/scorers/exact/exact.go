@@ -36,6 +36,10 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 	return MatchAny(Name, req, s.norm, func(pred, target string) bool { return pred == target })
 }
 
+// BorrowsInput marks Score as keeping nothing of its request
+// (sdk.Borrower).
+func (s *Scorer) BorrowsInput() {}
+
 // MatchAny scores 1 when match holds between the normalised prediction and
 // any normalised target (reported in Details), else 0. Scorers that differ
 // only in how a prediction matches a target share it.
