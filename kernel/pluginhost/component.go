@@ -404,22 +404,29 @@ func (s *Scorer) ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest) (resu
 	return results, err
 }
 
-// AggregateResults is Aggregate over ScoreBatch's results.
-func (s *Scorer) AggregateResults(ctx context.Context, results []plugin.ScoreResult) (resp *sdk.AggregateResponse, err error) {
+// AggregateResults is Aggregate over ScoreBatch's results, gathered in in.
+func (s *Scorer) AggregateResults(ctx context.Context, in *plugin.AggregateInput) (resp *sdk.AggregateResponse, err error) {
 	err = s.c.do(ctx, func(x any) (err error) {
 		if bs, ok := x.(plugin.BatchScorer); ok {
-			resp, err = bs.AggregateResults(ctx, results)
+			resp, err = bs.AggregateResults(ctx, in)
 			return err
 		}
 		ag, ok := x.(sdk.Aggregator)
 		if !ok {
 			return s.c.unsupported("aggregator")
 		}
-		req := &sdk.AggregateRequest{Scores: make([]*sdk.ScoreResponse, 0, len(results))}
-		for _, r := range results {
-			if r.Err == nil && r.Response != nil {
-				req.Scores = append(req.Scores, r.Response)
+		results, err := in.Results()
+		if err != nil {
+			return err
+		}
+		req := &sdk.AggregateRequest{Scores: make([]*sdk.ScoreResponse, len(results))}
+		for i, r := range results {
+			// An aggregator in this process reads the details as a map,
+			// as it gave them.
+			if r.Response.Details, err = r.Details(); err != nil {
+				return fmt.Errorf("result %d: %w", i, err)
 			}
+			req.Scores[i] = r.Response
 		}
 		resp, err = ag.Aggregate(ctx, req)
 		return err

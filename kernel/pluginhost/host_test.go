@@ -798,7 +798,11 @@ func TestScoreBatch(t *testing.T) {
 					t.Errorf("result %d: %+v, %v; want %v", i, r.Response, r.Err, want)
 				}
 			}
-			if _, err := sc.AggregateResults(context.Background(), results); !errors.Is(err, sdk.ErrUnsupported) {
+			in, err := plugin.AggregateInputOf(results)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sc.AggregateResults(context.Background(), in); !errors.Is(err, sdk.ErrUnsupported) {
 				t.Errorf("aggregate: got %v, want sdk.ErrUnsupported", err)
 			}
 		})

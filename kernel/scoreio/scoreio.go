@@ -102,8 +102,16 @@ func Score(ctx context.Context, sc sdk.Scorer, in io.Reader, out io.Writer, opts
 	// The input's chunks are reused only under a scorer in another
 	// process: one in this process may keep the strings it is given past
 	// its call (sdk.Scorer), and they share the chunks' memory.
-	pool := newSlabs(outOfProcess(sc))
+	remote := outOfProcess(sc)
+	pool := newSlabs(remote)
 	w := &writer{w: bufio.NewWriterSize(out, 1<<16), opts: opts, cancel: cancel, slabs: pool}
+	if _, batches := sc.(plugin.BatchScorer); opts.Aggregate && remote && batches {
+		// Each batch's results are gathered as they are written and then
+		// handed back for the next batch (the results of a scorer in this
+		// process keep their details as it gave them, a map, for its
+		// aggregate to read).
+		w.gathered = new(plugin.AggregateInput)
+	}
 	ordered := make(chan *batch, inFlight)
 	writeDone := make(chan struct{})
 	go func() {
@@ -593,8 +601,15 @@ type writer struct {
 	slabs  *slabs
 
 	buf     []byte
-	results []plugin.ScoreResult // with Aggregate
+	results []plugin.ScoreResult // with Aggregate, unless gathered
 	skipped []skippedLine
+
+	// gathered is what the aggregate reads of every scored line's result
+	// (with Aggregate, of a batch scorer in another process), and scored
+	// their number. ok is scratch: a batch's results to gather.
+	gathered *plugin.AggregateInput
+	scored   int
+	ok       []plugin.ScoreResult
 }
 
 type skippedLine struct {
@@ -613,9 +628,9 @@ func (w *writer) run(ordered <-chan *batch) {
 			w.cancel()
 			continue
 		}
-		if !w.opts.Aggregate {
-			// Written: nothing refers to the results any more (an
-			// aggregate keeps them).
+		if !w.opts.Aggregate || w.gathered != nil {
+			// Written or gathered: nothing refers to the results any
+			// more (an aggregate that is not gathered keeps them).
 			plugin.ReleaseResults(b.results)
 		}
 		b.results = nil
@@ -624,6 +639,9 @@ func (w *writer) run(ordered <-chan *batch) {
 }
 
 func (w *writer) batch(b *batch) error {
+	if w.gathered != nil {
+		defer func() { clear(w.ok); w.ok = w.ok[:0] }()
+	}
 	for _, it := range b.items {
 		if it.err == nil && b.err != nil {
 			return b.err
@@ -639,7 +657,12 @@ func (w *writer) batch(b *batch) error {
 		}
 		if w.opts.Aggregate {
 			// Only the score stays: the line's text can go.
-			w.results = append(w.results, it.res)
+			w.scored++
+			if w.gathered != nil {
+				w.ok = append(w.ok, it.res)
+			} else {
+				w.results = append(w.results, it.res)
+			}
 			continue
 		}
 		line, err := appendLine(w.buf[:0], it)
@@ -649,6 +672,11 @@ func (w *writer) batch(b *batch) error {
 		w.buf = line
 		if _, err := w.w.Write(line); err != nil {
 			return fmt.Errorf("line %d: write: %w", it.lineNo, err)
+		}
+	}
+	if w.gathered != nil {
+		if err := w.gathered.Add(w.ok); err != nil {
+			return fmt.Errorf("lines %d-%d: %w", b.items[0].lineNo, b.items[len(b.items)-1].lineNo, err)
 		}
 	}
 	return nil
@@ -814,18 +842,21 @@ func appendScoreSlow(b, details []byte, r plugin.ScoreResult) ([]byte, error) {
 
 // aggregate writes the aggregate of the scored lines.
 func (w *writer) aggregate(ctx context.Context, sc sdk.Scorer) error {
-	if len(w.results) == 0 {
+	if w.scored == 0 {
 		return ErrNothingToAggregate
 	}
 	var agg *sdk.AggregateResponse
 	var err error
-	if bs, ok := sc.(plugin.BatchScorer); ok {
-		agg, err = bs.AggregateResults(ctx, w.results)
+	if bs, ok := sc.(plugin.BatchScorer); ok && w.gathered != nil {
+		agg, err = bs.AggregateResults(ctx, w.gathered)
 		if errors.Is(err, sdk.ErrUnsupported) {
-			agg, err = stats.AggregateMean(w.responses(), stats.DefaultSeed), nil
+			var results []plugin.ScoreResult
+			if results, err = w.gathered.Results(); err == nil {
+				agg = stats.AggregateMean(responses(results), stats.DefaultSeed)
+			}
 		}
 	} else {
-		agg, err = stats.Aggregate(ctx, sc, w.responses(), stats.DefaultSeed)
+		agg, err = stats.Aggregate(ctx, sc, responses(w.results), stats.DefaultSeed)
 	}
 	if err != nil {
 		return fmt.Errorf("aggregate: %w", err)
@@ -847,9 +878,9 @@ func (w *writer) aggregate(ctx context.Context, sc sdk.Scorer) error {
 	return nil
 }
 
-func (w *writer) responses() []*sdk.ScoreResponse {
-	out := make([]*sdk.ScoreResponse, len(w.results))
-	for i, r := range w.results {
+func responses(results []plugin.ScoreResult) []*sdk.ScoreResponse {
+	out := make([]*sdk.ScoreResponse, len(results))
+	for i, r := range results {
 		out[i] = r.Response
 	}
 	return out

@@ -138,7 +138,7 @@ func TestScoreBatch(t *testing.T) {
 				}
 				ok = append(ok, r)
 			}
-			agg, err := sc.AggregateResults(context.Background(), ok)
+			agg, err := sc.AggregateResults(context.Background(), gather(t, ok))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +190,7 @@ func TestStatsAggregatorSkipsDetails(t *testing.T) {
 		if err != nil || (one.Details == nil) != forAgg || one.Value != 2 {
 			t.Fatalf("for aggregate %v: single score = %+v, %v", forAgg, one, err)
 		}
-		agg, err := sc.AggregateResults(context.Background(), results)
+		agg, err := sc.AggregateResults(context.Background(), gather(t, results))
 		if err != nil || agg.N != 1 {
 			t.Fatalf("aggregate = %+v, %v", agg, err)
 		}

@@ -329,7 +329,7 @@ func (s *ScorerClient) Aggregate(ctx context.Context, req *sdk.AggregateRequest)
 type BatchScorer interface {
 	sdk.Scorer
 	ScoreBatch(ctx context.Context, reqs []*sdk.ScoreRequest) ([]ScoreResult, error)
-	AggregateResults(ctx context.Context, results []ScoreResult) (*sdk.AggregateResponse, error)
+	AggregateResults(ctx context.Context, in *AggregateInput) (*sdk.AggregateResponse, error)
 }
 
 // ScoreResult is one request's outcome in ScoreBatch: a response or an
@@ -566,20 +566,20 @@ func scoreResultInto(r *pb.ScoreResult, dst *sdk.ScoreResponse) ScoreResult {
 	return ScoreResult{Response: dst, DetailsJSON: p.GetDetailsJson()}
 }
 
-// AggregateResults is Aggregate over ScoreBatch's results, their details
-// sent back as they came instead of decoded and encoded again. Results with
-// an error are left out.
-func (s *ScorerClient) AggregateResults(ctx context.Context, results []ScoreResult) (*sdk.AggregateResponse, error) {
+// AggregateResults is Aggregate over ScoreBatch's results, gathered in
+// in: sent as they were gathered to a plugin that takes packed batches,
+// else as messages with their details as the plugin encoded them.
+func (s *ScorerClient) AggregateResults(ctx context.Context, in *AggregateInput) (*sdk.AggregateResponse, error) {
 	if s.info.Serves(FeaturePackedScoreBatch) {
-		b, err := packAggregateScores(results)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := s.c.Aggregate(ctx, &pb.AggregateRequest{Packed: b})
+		resp, err := s.c.Aggregate(ctx, &pb.AggregateRequest{Packed: in.bytes()})
 		if err != nil {
 			return nil, fromStatus(ctx, err)
 		}
 		return aggregateResponseFromProto(resp)
+	}
+	results, err := in.Results()
+	if err != nil {
+		return nil, err
 	}
 	p := &pb.AggregateRequest{Scores: make([]*pb.ScoreResponse, 0, len(results))}
 	msgs := make([]pb.ScoreResponse, len(results)) // one allocation, not one a score

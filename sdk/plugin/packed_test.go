@@ -1,7 +1,9 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -275,7 +277,7 @@ func TestPackedAggregate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agg, err := sc.AggregateResults(ctx, results)
+	agg, err := sc.AggregateResults(ctx, gather(t, results))
 	if err != nil || agg.N != 2 {
 		t.Fatalf("aggregate = %+v, %v; want 2 scores", agg, err)
 	}
@@ -285,10 +287,9 @@ func TestPackedAggregate(t *testing.T) {
 // the packed reply) for the batches after it: batches of every size, in
 // flight together or one after another, with and without a failing
 // request (whose reply is not packed and keeps its memory), each get
-// their own answers.
-// A scorer that only borrows its requests (sdk.Borrower) gets them in
-// reused arrays with strings cut from the received bytes, and the same
-// answers.
+// their own answers. So does a scorer that only borrows its requests
+// (sdk.Borrower), which gets them in reused arrays with strings cut from
+// the received bytes.
 func TestPackedBatchMemoryReused(t *testing.T) {
 	for name, scorer := range map[string]sdk.Scorer{"keeps": objectScorer{}, "borrows": borrowingScorer{}} {
 		t.Run(name, func(t *testing.T) { testPackedBatchMemoryReused(t, scorer) })
@@ -462,4 +463,69 @@ func TestPackedRequestsOutliveTheirBatch(t *testing.T) {
 	if len(keeper.kept) != 160 {
 		t.Errorf("kept %d requests, want 160", len(keeper.kept))
 	}
+}
+
+// Results gathered batch by batch are the results gathered in one go,
+// failed ones left out, and decode to what was gathered.
+func TestAggregateInputGathers(t *testing.T) {
+	var all []ScoreResult
+	for i := range 50 {
+		r := ScoreResult{Response: &sdk.ScoreResponse{Value: float64(i), Invalid: i%7 == 0, Stats: []float64{float64(i), 1}}}
+		switch i % 5 {
+		case 1:
+			r.DetailsJSON = []byte(fmt.Sprintf(`{"i":%d}`, i))
+		case 2:
+			r.ScoreJSON = []byte(fmt.Sprintf(`{"invalid":false,"value":%d}`, i))
+		case 3:
+			r.Response.Details = map[string]any{"i": i}
+		case 4:
+			r = ScoreResult{Err: errors.New("failed")}
+		}
+		all = append(all, r)
+	}
+	whole := gather(t, all)
+	var parts AggregateInput
+	for start := 0; start < len(all); start += 13 {
+		if err := parts.Add(all[start:min(start+13, len(all))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if whole.Len() != 40 || parts.Len() != 40 || !bytes.Equal(whole.bytes(), parts.bytes()) {
+		t.Fatalf("gathered %d in one go, %d in parts, same bytes %v; want 40 each", whole.Len(), parts.Len(), bytes.Equal(whole.bytes(), parts.bytes()))
+	}
+	got, err := parts.Results()
+	if err != nil || len(got) != 40 {
+		t.Fatalf("decoded %d results, %v", len(got), err)
+	}
+	k := 0
+	for _, want := range all {
+		if want.Err != nil {
+			continue
+		}
+		g := got[k]
+		k++
+		wd, _ := want.Details()
+		if wd == nil {
+			wd = want.Response.Details
+		}
+		gd, err := g.Details()
+		if err != nil || g.Response.Value != want.Response.Value || g.Response.Invalid != want.Response.Invalid ||
+			!reflect.DeepEqual(g.Response.Stats, want.Response.Stats) || fmt.Sprint(gd) != fmt.Sprint(wd) {
+			t.Errorf("result %d: %+v details %v (%v), want %+v details %v", k-1, g.Response, gd, err, want.Response, wd)
+		}
+	}
+	var empty AggregateInput
+	if r, err := empty.Results(); err != nil || len(r) != 0 || empty.Len() != 0 {
+		t.Errorf("empty: %d results, %v", len(r), err)
+	}
+}
+
+// gather is AggregateInputOf, failing t on an error.
+func gather(t *testing.T, results []ScoreResult) *AggregateInput {
+	t.Helper()
+	in, err := AggregateInputOf(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
