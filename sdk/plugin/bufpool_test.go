@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -183,6 +184,7 @@ func TestDecoderFieldNumbers(t *testing.T) {
 		{&pb.Reply{}, "score_batch", replyScoreBatch},
 		{&pb.ScoreBatchRequest{}, "packed", batchPacked},
 		{&pb.ScoreBatchResponse{}, "packed", batchPacked},
+		{&pb.AggregateRequest{}, "packed", aggregatePacked},
 	} {
 		fd := f.msg.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name(f.name))
 		if fd == nil || fd.Number() != f.want {
@@ -202,5 +204,38 @@ func TestDecoderFieldNumbers(t *testing.T) {
 				t.Errorf("%s has field %d (%s), new to this test: check decodeCallBatch and decodeReplyBatch", d.FullName(), n, d.Fields().Get(i).Name())
 			}
 		}
+	}
+}
+
+// A packed aggregate request is marshalled without a copy of its scores,
+// and reads back as proto.Marshal's encoding of it; one with scores as
+// messages is marshalled as ever.
+func TestMarshalPackedAggregate(t *testing.T) {
+	packed := bytes.Repeat([]byte{1, 2, 3}, 100000)
+	for _, m := range []*pb.AggregateRequest{
+		{Packed: packed},
+		{Packed: packed[:5]},
+		{Scores: []*pb.ScoreResponse{{Value: 1}}},
+		{Scores: []*pb.ScoreResponse{{Value: 1}}, Packed: packed[:7]},
+	} {
+		got, err := codec{}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Materialize(), want) {
+			t.Errorf("%d scores, %d packed bytes: marshalled differently from proto.Marshal", len(m.Scores), len(m.Packed))
+		}
+		if len(m.Scores) == 0 && &got[len(got)-1].ReadOnlyData()[0] != &m.Packed[0] {
+			t.Errorf("%d packed bytes: copied", len(m.Packed))
+		}
+		var back pb.AggregateRequest
+		if err := (codec{}).Unmarshal(got, &back); err != nil || !proto.Equal(&back, m) {
+			t.Errorf("%d scores, %d packed bytes: read back %v", len(m.Scores), len(m.Packed), err)
+		}
+		got.Free()
 	}
 }
