@@ -3,26 +3,36 @@ package openai
 import (
 	"context"
 	"errors"
-	"net"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
 )
 
-// deadURL is an address nothing listens on: a listener opened and closed.
+// deadURL is an address nothing listens on, for the life of the test.
 func deadURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// A socket bound but never listening: a connection to it is refused,
+	// and, unlike a listener's port closed again, the port cannot go to a
+	// server started meanwhile (this test's own once did).
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr + "/v1"
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/v1", sa.(*syscall.SockaddrInet4).Port)
 }
 
 func TestPreflight(t *testing.T) { eachTransport(t, testPreflight) }
