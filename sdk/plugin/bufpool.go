@@ -96,6 +96,15 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 		return fmt.Errorf("proto: cannot unmarshal into %T, want proto.Message", v)
 	}
 	buf := data.MaterializeToBuffer(bufferPool)
+	if a, ok := m.(*pb.AggregateRequest); ok {
+		if p, ok := soleBytesField(buf.ReadOnlyData(), aggregatePacked); ok {
+			// A corpus's packed scores are read where they arrived, not
+			// copied out: the buffer is the request's from now on, never
+			// handed back, and the collector frees it with the request.
+			a.Packed = p
+			return nil
+		}
+	}
 	defer buf.Free()
 	switch m := m.(type) {
 	case *pb.CallBatch:
@@ -108,6 +117,21 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 		}
 	}
 	return proto.Unmarshal(buf.ReadOnlyData(), m)
+}
+
+// soleBytesField is the value of the bytes field num when it is all of
+// the message b, as proto.Unmarshal would read it (a field given twice
+// is not).
+func soleBytesField(b []byte, num protowire.Number) ([]byte, bool) {
+	n, typ, l := protowire.ConsumeTag(b)
+	if l < 0 || n != num || typ != protowire.BytesType {
+		return nil, false
+	}
+	v, m := protowire.ConsumeBytes(b[l:])
+	if m < 0 || l+m != len(b) || len(v) == 0 {
+		return nil, false
+	}
+	return v[:len(v):len(v)], true
 }
 
 // decodeCallBatch is proto.Unmarshal of a CallBatch whose calls carry

@@ -207,8 +207,8 @@ func TestDecoderFieldNumbers(t *testing.T) {
 	}
 }
 
-// A packed aggregate request is marshalled without a copy of its scores,
-// and reads back as proto.Marshal's encoding of it; one with scores as
+// A packed aggregate request is marshalled, and read back, without a copy
+// of its scores, and as proto.Marshal's encoding of it; one with scores as
 // messages is marshalled as ever.
 func TestMarshalPackedAggregate(t *testing.T) {
 	packed := bytes.Repeat([]byte{1, 2, 3}, 100000)
@@ -232,10 +232,42 @@ func TestMarshalPackedAggregate(t *testing.T) {
 		if len(m.Scores) == 0 && &got[len(got)-1].ReadOnlyData()[0] != &m.Packed[0] {
 			t.Errorf("%d packed bytes: copied", len(m.Packed))
 		}
+		// Received, it is one buffer (or frames gathered into one).
+		wire := got.Materialize()
+		got.Free()
 		var back pb.AggregateRequest
-		if err := (codec{}).Unmarshal(got, &back); err != nil || !proto.Equal(&back, m) {
+		if err := (codec{}).Unmarshal(mem.BufferSlice{mem.SliceBuffer(wire)}, &back); err != nil || !proto.Equal(&back, m) {
 			t.Errorf("%d scores, %d packed bytes: read back %v", len(m.Scores), len(m.Packed), err)
 		}
-		got.Free()
+		if len(m.Scores) == 0 && &back.Packed[0] != &wire[len(wire)-len(m.Packed)] {
+			t.Errorf("%d packed bytes: copied out of the received buffer", len(m.Packed))
+		}
+	}
+}
+
+// A message is read in place only when the one bytes field is all of it.
+func TestSoleBytesField(t *testing.T) {
+	field := func(num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+	}
+	one := field(2, []byte("abc"))
+	for _, c := range []struct {
+		name string
+		b    []byte
+		ok   bool
+	}{
+		{"alone", one, true},
+		{"twice", append(one, one...), false},
+		{"another field first", append(field(1, []byte("x")), one...), false},
+		{"another field after", append(one[:len(one):len(one)], field(1, []byte("x"))...), false},
+		{"cut short", one[:len(one)-1], false},
+		{"empty", field(2, nil), false},
+		{"varint", protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), 3), false},
+		{"nothing", nil, false},
+	} {
+		v, ok := soleBytesField(c.b, 2)
+		if ok != c.ok || ok && string(v) != "abc" {
+			t.Errorf("%s: %q, %v; want ok %v", c.name, v, ok, c.ok)
+		}
 	}
 }
