@@ -305,10 +305,14 @@ func (in *AggregateInput) Add(results []ScoreResult) error {
 			size += packedResultSize(r.DetailsJSON, r.Response.Stats) + len(r.ScoreJSON)
 		}
 	}
-	if in.packed == nil {
-		in.packed = make([]byte, maxVarint, maxVarint+size)
+	if cap(in.packed)-len(in.packed) < size {
+		// Doubled, not grown as append grows a large slice (by a
+		// quarter): the arrays outgrown are fresh memory too, and a
+		// quarter at a time they added up to four times the final one.
+		grown := make([]byte, max(maxVarint, len(in.packed)), max(2*cap(in.packed), maxVarint+len(in.packed)+size))
+		copy(grown, in.packed)
+		in.packed = grown
 	}
-	in.packed = slices.Grow(in.packed, size)
 	for _, r := range results {
 		if r.Err != nil || r.Response == nil {
 			continue
