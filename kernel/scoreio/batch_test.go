@@ -97,7 +97,10 @@ func TestOnError(t *testing.T) {
 		}
 		in.WriteString(good + "\n")
 	}
-	sc, _ := exact.New(context.Background(), nil)
+	local, _ := exact.New(context.Background(), nil)
+	set := sdk.NewSet("scoreio-test", "1.0.0")
+	set.RegisterScorer("exact", exact.New)
+	remote := sdktest.Scorer(t, set, "exact", nil)
 	for _, tc := range []struct {
 		name      string
 		opts      Options
@@ -122,25 +125,29 @@ func TestOnError(t *testing.T) {
 		}},
 		{"bad option", Options{OnError: "ignore"}, `on-error "ignore": want stop or skip`, 0, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var out bytes.Buffer
-			err := Score(context.Background(), sc, strings.NewReader(in.String()), &out, tc.opts)
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+		// In process, and in a plugin, whose aggregate is gathered batch
+		// by batch (plugin.AggregateInput) with the skipped lines apart.
+		for where, sc := range map[string]sdk.Scorer{"in process": local, "plugin": remote} {
+			t.Run(tc.name+"/"+where, func(t *testing.T) {
+				var out bytes.Buffer
+				err := Score(context.Background(), sc, strings.NewReader(in.String()), &out, tc.opts)
+				if tc.wantErr != "" {
+					if err == nil || err.Error() != tc.wantErr {
+						t.Fatalf("err = %v, want %q", err, tc.wantErr)
+					}
+				} else if err != nil {
+					t.Fatal(err)
 				}
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if n := strings.Count(out.String(), "\n"); n != tc.wantLines {
-				t.Errorf("%d lines written, want %d", n, tc.wantLines)
-			}
-			if tc.check != nil {
-				if err := tc.check(out.String()); err != nil {
-					t.Error(err)
+				if n := strings.Count(out.String(), "\n"); n != tc.wantLines {
+					t.Errorf("%d lines written, want %d", n, tc.wantLines)
 				}
-			}
-		})
+				if tc.check != nil {
+					if err := tc.check(out.String()); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -566,6 +566,12 @@ func scoreResultInto(r *pb.ScoreResult, dst *sdk.ScoreResponse) ScoreResult {
 	return ScoreResult{Response: dst, DetailsJSON: p.GetDetailsJson()}
 }
 
+// OutOfProcess reports that the scorer runs in another process (the
+// plugin's): its results, decoded from replies, share no memory with its
+// requests, and it keeps none of theirs (kernel/scoreio reuses its input
+// and gathers an aggregate's inputs batch by batch).
+func (s *ScorerClient) OutOfProcess() bool { return true }
+
 // AggregateResults is Aggregate over ScoreBatch's results, gathered in
 // in: sent as they were gathered to a plugin that takes packed batches,
 // else as messages with their details as the plugin encoded them.
