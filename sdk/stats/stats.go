@@ -192,6 +192,47 @@ func (r *Resampler) Fill(idx []int32) {
 	r.hi, r.lo = x.hi, x.lo
 }
 
+// addValues is sum plus vals[k] for each of the next count draws k, added
+// one after another in the order drawn (a float sum's bits depend on its
+// order), as Fill would draw them. Drawing and adding in one loop hides
+// each add's latency behind the next draws' multiplies.
+func (r *Resampler) addValues(vals []float64, count int, sum float64) float64 {
+	i := 0
+	if x, n := (u128{r.hi, r.lo}), r.n; r.compat == nil && n&(n-1) != 0 && count >= 8 {
+		s0 := x.step()
+		s1 := s0.step()
+		s2 := s1.step()
+		s3 := s2.step()
+		for ; count-i >= 4; i += 4 {
+			h0, l0 := bits.Mul64(s0.out(), n)
+			h1, l1 := bits.Mul64(s1.out(), n)
+			h2, l2 := bits.Mul64(s2.out(), n)
+			h3, l3 := bits.Mul64(s3.out(), n)
+			if l0 < n || l1 < n || l2 < n || l3 < n {
+				break // drawn one by one below, from the state before this group
+			}
+			sum += vals[h0]
+			sum += vals[h1]
+			sum += vals[h2]
+			sum += vals[h3]
+			x = s3 // the state before the next group
+			s0, s1, s2, s3 = s0.jump4(), s1.jump4(), s2.jump4(), s3.jump4()
+		}
+		r.hi, r.lo = x.hi, x.lo
+		r.steps += uint64(i)
+	}
+	var buf [64]int32
+	for i < count {
+		part := buf[:min(len(buf), count-i)]
+		r.Fill(part)
+		for _, k := range part {
+			sum += vals[k]
+		}
+		i += len(part)
+	}
+	return sum
+}
+
 // u128 is a PCG state: math/rand/v2's PCG is a 128-bit LCG with DXSM
 // output, reproduced here with its constants.
 type u128 struct{ hi, lo uint64 }
@@ -304,27 +345,14 @@ func bootstrapMean(vals []float64, seed uint64) (lo, hi float64) {
 	}
 	means := make([]float64, DefaultResamples)
 	Resample(n, seed, means, func(draw *Resampler, out []float64) {
-		idx := make([]int32, min(n, meanChunk))
 		for k := range out {
-			// A chunk of draws at a time, summed while its indices are
-			// in the first-level cache; the sum runs left to right over
-			// the resample as Bootstrap's does.
-			var sum float64
-			for start := 0; start < n; start += len(idx) {
-				part := idx[:min(len(idx), n-start)]
-				draw.Fill(part)
-				for _, i := range part {
-					sum += vals[i]
-				}
-			}
-			out[k] = sum / float64(n)
+			// The sum runs left to right over the resample, as
+			// Bootstrap's does.
+			out[k] = draw.addValues(vals, n, 0) / float64(n)
 		}
 	})
 	return Interval(means)
 }
-
-// meanChunk is how many draws bootstrapMean takes at a time.
-const meanChunk = 2048
 
 // Resample computes len(vals) bootstrap resamples of n items drawn for
 // seed, as Bootstrap's draws: resample(draw, out) must set each of out to

@@ -298,3 +298,31 @@ func TestJump4(t *testing.T) {
 		}
 	}
 }
+
+// addValues takes Fill's draws: the same sum (in draw order, to the bit)
+// and the generator left where Fill leaves it, for counts that are not a
+// multiple of four or too few to interleave, n a power of two or not, over
+// several calls.
+func TestAddValues(t *testing.T) {
+	for _, n := range []int{1, 3, 64, 997, 10000, 1 << 20} {
+		vals := make([]float64, n)
+		for i := range n {
+			vals[i] = float64((i*7919)%101) / 7
+		}
+		for _, seed := range []uint64{0, 42, math.MaxUint64} {
+			fill, draw := NewResampler(n, seed), NewResampler(n, seed)
+			var want, got float64
+			for _, count := range []int{1, 7, 8, 9, 1023, 4, 2048, 3} {
+				idx := make([]int32, count)
+				fill.Fill(idx)
+				for _, k := range idx {
+					want += vals[k]
+				}
+				got = draw.addValues(vals, count, got)
+				if got != want || draw.Steps() != fill.Steps() || draw.hi != fill.hi || draw.lo != fill.lo {
+					t.Fatalf("n=%d seed=%d count %d: sum %v, want %v; steps %d, want %d", n, seed, count, got, want, draw.Steps(), fill.Steps())
+				}
+			}
+		}
+	}
+}
