@@ -177,10 +177,7 @@ func (statsScorer) Aggregate(_ context.Context, req *sdk.AggregateRequest) (*sdk
 // scorer over the wire, in a batch and in a single call, so a request only
 // aggregated comes back without details.
 func TestStatsAggregatorSkipsDetails(t *testing.T) {
-	set := sdk.NewSet("batchtest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return statsScorer{}, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	sc := serveScorer(t, statsScorer{})
 	for _, forAgg := range []bool{false, true} {
 		results, err := sc.ScoreBatch(context.Background(), []*sdk.ScoreRequest{{Sample: &sdk.Sample{ID: "a"}, Prediction: "xy", ForAggregate: forAgg}})
 		if err != nil || results[0].Err != nil || (len(results[0].DetailsJSON) == 0) != forAgg || len(results[0].Response.Stats) != 2 {

@@ -35,10 +35,7 @@ func (j jsonScorer) ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest,
 // Score and by ScoreBatch; details it leaves in the map are encoded as
 // Score's are, errors included.
 func TestDetailsJSONScorer(t *testing.T) {
-	set := sdk.NewSet("jsontest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return jsonScorer{}, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	sc := serveScorer(t, jsonScorer{})
 	ctx := context.Background()
 	reqs := []*sdk.ScoreRequest{
 		{Sample: &sdk.Sample{ID: "s0"}, Prediction: "xx"},
@@ -73,10 +70,7 @@ func TestDetailsJSONScorer(t *testing.T) {
 // long IDs fills several), between the map and error cases that write
 // nothing there, and with samples sent without metadata or length.
 func TestDetailsJSONScorerSharedBuffers(t *testing.T) {
-	set := sdk.NewSet("jsontest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return jsonScorer{}, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	sc := serveScorer(t, jsonScorer{})
 	const n = 3000
 	reqs := make([]*sdk.ScoreRequest, n)
 	for i := range reqs {
@@ -135,10 +129,7 @@ func (o objectScorer) ScoreObjectJSON(ctx context.Context, req *sdk.ScoreRequest
 // the details as before. Details() gives the details without the response's
 // own fields.
 func TestScoreObjectScorer(t *testing.T) {
-	set := sdk.NewSet("jsontest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	sc := serveScorer(t, objectScorer{})
 	reqs := []*sdk.ScoreRequest{
 		{Sample: &sdk.Sample{ID: "s0"}, Prediction: "xx", ScoreObject: true},
 		{Sample: &sdk.Sample{ID: "s1"}, Prediction: "xx"},

@@ -134,6 +134,16 @@ func serveWith(t testing.TB, set *sdk.Set, register func(*grpc.Server, *Server))
 	return conn
 }
 
+// serveScorer serves scorer as the one scorer of a plugin on loopback and
+// returns hayloft's client of it, configured.
+func serveScorer(t *testing.T, scorer sdk.Scorer) *ScorerClient {
+	t.Helper()
+	set := sdk.NewSet("scorertest", "1.0.0")
+	set.RegisterScorer("s", func(context.Context, sdk.Options) (sdk.Scorer, error) { return scorer, nil })
+	conn, _ := serve(t, set, false)
+	return configureT[*ScorerClient](t, conn, sdk.KindScorer, "s")
+}
+
 func newMuxModel() *muxModel {
 	return &muxModel{started: make(chan struct{}, 1), stopped: make(chan error, 1), sawDL: make(chan bool, 1)}
 }

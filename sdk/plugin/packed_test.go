@@ -160,10 +160,7 @@ func TestUnpackBad(t *testing.T) {
 // as messages: a batch of plain samples goes packed, one with a richer
 // sample goes as messages, and both give the same results.
 func TestPackedBatchServed(t *testing.T) {
-	set := sdk.NewSet("packtest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	sc := serveScorer(t, objectScorer{})
 	if !sc.Info().Serves(FeaturePackedScoreBatch) {
 		t.Fatalf("features %v: no %s", sc.Info().Features, FeaturePackedScoreBatch)
 	}
@@ -264,10 +261,7 @@ func (objectAggregator) Aggregate(_ context.Context, req *sdk.AggregateRequest) 
 // details with their details (a score object's without the response's
 // own fields) and their statistics.
 func TestPackedAggregate(t *testing.T) {
-	set := sdk.NewSet("packtest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectAggregator{}, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	sc := serveScorer(t, objectAggregator{})
 	ctx := context.Background()
 	results, err := sc.ScoreBatch(ctx, []*sdk.ScoreRequest{
 		{Sample: &sdk.Sample{ID: "s0"}, Prediction: "xx", ScoreObject: true},
@@ -303,10 +297,7 @@ type borrowingScorer struct{ objectScorer }
 func (borrowingScorer) BorrowsInput() {}
 
 func testPackedBatchMemoryReused(t *testing.T, scorer sdk.Scorer) {
-	set := sdk.NewSet("packtest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return scorer, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	sc := serveScorer(t, scorer)
 	ctx := context.Background()
 	batch := func(tag string, n int, failAt int) error {
 		reqs := make([]*sdk.ScoreRequest, n)
@@ -357,10 +348,7 @@ func testPackedBatchMemoryReused(t *testing.T, scorer sdk.Scorer) {
 // meanwhile, and a second release, or one of results from elsewhere, does
 // nothing.
 func TestReleaseResults(t *testing.T) {
-	set := sdk.NewSet("packtest", "1.0.0")
-	set.RegisterScorer("len", func(context.Context, sdk.Options) (sdk.Scorer, error) { return objectScorer{}, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "len")
+	sc := serveScorer(t, objectScorer{})
 	ctx := context.Background()
 	score := func(tag string, n int) []ScoreResult {
 		reqs := make([]*sdk.ScoreRequest, n)
@@ -431,10 +419,7 @@ func (s *keepingScorer) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.Sc
 // predictions, gave other batches' stems.
 func TestPackedRequestsOutliveTheirBatch(t *testing.T) {
 	keeper := new(keepingScorer)
-	set := sdk.NewSet("packtest", "1.0.0")
-	set.RegisterScorer("keep", func(context.Context, sdk.Options) (sdk.Scorer, error) { return keeper, nil })
-	conn, _ := serve(t, set, false)
-	sc := configureT[*ScorerClient](t, conn, sdk.KindScorer, "keep")
+	sc := serveScorer(t, keeper)
 	if !sc.Info().Serves(FeaturePackedScoreBatch) {
 		t.Fatalf("features %v: no %s", sc.Info().Features, FeaturePackedScoreBatch)
 	}
