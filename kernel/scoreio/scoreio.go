@@ -605,10 +605,9 @@ type writer struct {
 	skipped []skippedLine
 
 	// gathered is what the aggregate reads of every scored line's result
-	// (with Aggregate, of a batch scorer in another process), and scored
-	// their number. ok is scratch: a batch's results to gather.
+	// (with Aggregate, of a batch scorer in another process), instead of
+	// results. ok is scratch: a batch's results to gather.
 	gathered *plugin.AggregateInput
-	scored   int
 	ok       []plugin.ScoreResult
 }
 
@@ -639,9 +638,6 @@ func (w *writer) run(ordered <-chan *batch) {
 }
 
 func (w *writer) batch(b *batch) error {
-	if w.gathered != nil {
-		defer func() { clear(w.ok); w.ok = w.ok[:0] }()
-	}
 	for _, it := range b.items {
 		if it.err == nil && b.err != nil {
 			return b.err
@@ -657,7 +653,6 @@ func (w *writer) batch(b *batch) error {
 		}
 		if w.opts.Aggregate {
 			// Only the score stays: the line's text can go.
-			w.scored++
 			if w.gathered != nil {
 				w.ok = append(w.ok, it.res)
 			} else {
@@ -675,7 +670,10 @@ func (w *writer) batch(b *batch) error {
 		}
 	}
 	if w.gathered != nil {
-		if err := w.gathered.Add(w.ok); err != nil {
+		err := w.gathered.Add(w.ok)
+		clear(w.ok) // no pointer kept into the results, released next
+		w.ok = w.ok[:0]
+		if err != nil {
 			return fmt.Errorf("lines %d-%d: %w", b.items[0].lineNo, b.items[len(b.items)-1].lineNo, err)
 		}
 	}
@@ -842,13 +840,14 @@ func appendScoreSlow(b, details []byte, r plugin.ScoreResult) ([]byte, error) {
 
 // aggregate writes the aggregate of the scored lines.
 func (w *writer) aggregate(ctx context.Context, sc sdk.Scorer) error {
-	if w.scored == 0 {
+	if w.scored() == 0 {
 		return ErrNothingToAggregate
 	}
 	var agg *sdk.AggregateResponse
 	var err error
-	if bs, ok := sc.(plugin.BatchScorer); ok && w.gathered != nil {
-		agg, err = bs.AggregateResults(ctx, w.gathered)
+	if w.gathered != nil {
+		// Set only for a plugin.BatchScorer (Score).
+		agg, err = sc.(plugin.BatchScorer).AggregateResults(ctx, w.gathered)
 		if errors.Is(err, sdk.ErrUnsupported) {
 			var results []plugin.ScoreResult
 			if results, err = w.gathered.Results(); err == nil {
@@ -876,6 +875,14 @@ func (w *writer) aggregate(ctx context.Context, sc sdk.Scorer) error {
 	w.w.Write(b)
 	w.w.WriteByte('\n')
 	return nil
+}
+
+// scored is the number of lines the aggregate counts.
+func (w *writer) scored() int {
+	if w.gathered != nil {
+		return w.gathered.Len()
+	}
+	return len(w.results)
 }
 
 func responses(results []plugin.ScoreResult) []*sdk.ScoreResponse {
