@@ -111,10 +111,11 @@ type Scorer interface {
 	Score(ctx context.Context, req *ScoreRequest) (*ScoreResponse, error)
 }
 
-// Borrower is a Scorer that only borrows what it is given: once Score
-// returns, it keeps nothing of the request, its sample or their strings,
-// and nothing it keeps points into them (what it returns may; the caller
-// copies that before it lets go). Whatever calls it may then give the
+// Borrower is a Scorer that only borrows what it is given: once a call
+// returns (Score, or the JSON forms of it that sdk/plugin calls instead
+// when a scorer has them), it keeps nothing of the request, its sample or
+// their strings, and nothing it keeps points into them (what it returns
+// may; the caller copies that before it lets go). Whatever calls it may then give the
 // next request the same memory: the SDK's plugin server decodes each
 // packed batch into the last one's arrays and cuts the strings from the
 // bytes as received, instead of one fresh copy a batch, which costs a page

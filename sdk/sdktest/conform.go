@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 	"unsafe"
+	"weak"
 
 	"github.com/hayloft/hayloft/sdk"
 )
@@ -316,86 +318,238 @@ func checkScore(c ScorerCase, resp *sdk.ScoreResponse, fail errorf) {
 	}
 }
 
-// checkBorrows holds a Borrower to keeping nothing of its requests: each
-// case is scored on a copy (request and sample) whose strings (those a
-// packed batch carries: id, prediction, language, targets) share one
-// buffer, all overwritten once Score returns, as the plugin server reuses
-// a batch's memory for the next. Then every case is scored again on its
-// own request, and must get the same answer, details included: a scorer
-// that kept a piece of an overwritten copy (a cache entry, a remembered
-// target) answers from garbage. It runs before any other scoring, so that
-// what a cache holds is the copies.
+// checkBorrows holds a Borrower to keeping nothing of its requests, on
+// every path the SDK's plugin server may take with a batch's memory (see
+// borrowPaths). Each case is scored on a copy (request and sample) whose
+// strings (those a packed batch carries: id, prediction, language,
+// targets) share one buffer, once per path; once a call returns, its
+// buffer is overwritten with other cases' text, as the next batch reuses
+// it. Two things must then hold:
+//   - nothing of the copies is still reachable once the check lets go of
+//     them (a weak pointer to each buffer must clear after two
+//     collections, the second for sync.Pool's victim cache): a cache
+//     entry, map key or remembered target cut from a copy keeps its
+//     buffer alive, even when its text is never read again;
+//   - scoring each case again on its own request, each way, gives the
+//     same answer, details and statistics included.
+//
+// It runs before any other scoring, so that what a cache holds is the
+// copies; and each case takes the paths in a different order (the first
+// path a case takes is the one that fills a cache with it), so that with
+// at least as many cases as paths, each path meets a cold cache.
 func checkBorrows(ctx context.Context, scorer sdk.Scorer, cases []ScorerCase, fail errorf) {
-	type answer struct {
-		value   float64
-		invalid bool
-		details string
+	filler := caseText(cases)
+	paths := borrowPaths(scorer)
+	type lent struct {
+		buf    weak.Pointer[byte]
+		c, way int // the case and the path it was lent to
 	}
-	first := make([]answer, len(cases))
+	var held []lent
+	first := make([][]borrowAnswer, len(cases))
 	for i, c := range cases {
-		req, buf := borrowedCopy(c.Req)
-		resp, err := scorer.Score(ctx, req)
-		if err != nil || resp == nil {
-			fail("%s: Score (on a copy, sdk.Borrower): %v", c.Name, err)
-			return
-		}
-		checkScore(c, resp, fail)
-		// Read before the copy is overwritten: resp may share it.
-		d, _ := json.Marshal(resp.Details)
-		first[i] = answer{resp.Value, resp.Invalid, string(d)}
-		// Overwritten as the next batch would: strings, the targets'
-		// array, the sample and the request.
-		for j := range buf {
-			buf[j] = '#'
-		}
-		if req.Sample != nil {
-			for j := range req.Sample.Targets {
-				req.Sample.Targets[j] = "#"
+		first[i] = make([]borrowAnswer, len(paths))
+		for k := range paths {
+			way := (i + k) % len(paths)
+			req, buf := borrowedCopy(c.Req)
+			paths[way].flags(req)
+			got, ok := paths[way].score(ctx, req, c, fail)
+			if !ok {
+				return
 			}
-			*req.Sample = sdk.Sample{ID: "#"}
+			first[i][way] = got
+			held = append(held, lent{weak.Make(&buf[0]), i, way})
+			// Overwritten as the next batch would: strings, the
+			// targets' array, the sample and the request.
+			for j := range buf {
+				buf[j] = filler[(len(held)*7+j)%len(filler)]
+			}
+			if req.Sample != nil {
+				for j := range req.Sample.Targets {
+					req.Sample.Targets[j] = "#"
+				}
+				*req.Sample = sdk.Sample{ID: "#"}
+			}
+			*req = sdk.ScoreRequest{Prediction: "#"}
 		}
-		*req = sdk.ScoreRequest{Prediction: "#"}
 	}
-	for i, c := range cases {
-		resp, err := scorer.Score(ctx, c.Req)
-		if err != nil || resp == nil {
-			fail("%s: Score after its copy was overwritten (sdk.Borrower): %v", c.Name, err)
+	runtime.GC()
+	runtime.GC()
+	for _, l := range held {
+		if l.buf.Value() != nil {
+			fail("%s: sdk.Borrower: %s kept a piece of its request: the copy it was lent is still reachable after the call", cases[l.c].Name, paths[l.way].name)
 			return
 		}
-		d, _ := json.Marshal(resp.Details)
-		got, want := answer{resp.Value, resp.Invalid, string(d)}, first[i]
-		if got != want && !(math.IsNaN(got.value) && math.IsNaN(want.value)) {
-			fail("%s: sdk.Borrower: scoring again after its copy was overwritten gave %v (invalid %v, details %s), on the copy %v (invalid %v, details %s)",
-				c.Name, got.value, got.invalid, got.details, want.value, want.invalid, want.details)
+	}
+	for i, c := range cases {
+		for way, path := range paths {
+			req := *c.Req
+			path.flags(&req)
+			got, ok := path.score(ctx, &req, c, fail)
+			if !ok {
+				return
+			}
+			if want := first[i][way]; !got.same(want) {
+				fail("%s: sdk.Borrower: %s again after its copy was overwritten gave %v (invalid %v, details %s, stats %s), on the copy %v (invalid %v, details %s, stats %s)",
+					c.Name, path.name, got.value, got.invalid, got.details, got.stats, want.value, want.invalid, want.details, want.stats)
+			}
 		}
 	}
 }
 
+// borrowAnswer is what checkBorrows compares of a response: copies, so that
+// nothing of it holds a lent buffer.
+type borrowAnswer struct {
+	value   float64
+	invalid bool
+	details string
+	stats   string
+}
+
+func (a borrowAnswer) same(b borrowAnswer) bool {
+	if math.IsNaN(a.value) && math.IsNaN(b.value) {
+		a.value, b.value = 0, 0
+	}
+	return a == b
+}
+
+// borrowPath is one way the plugin server calls a scorer on a batch's
+// memory: a method, and the request flags it calls it with.
+type borrowPath struct {
+	name  string
+	flags func(*sdk.ScoreRequest)
+	score func(ctx context.Context, req *sdk.ScoreRequest, c ScorerCase, fail errorf) (borrowAnswer, bool)
+}
+
+// detailsJSONScorer and scoreObjectScorer are the methods of sdk/plugin's
+// DetailsJSONScorer and ScoreObjectScorer (this package does not import
+// it; a test holds them to each other): what the plugin server calls
+// instead of Score when a scorer has them.
+type detailsJSONScorer interface {
+	ScoreDetailsJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error)
+}
+
+type scoreObjectScorer interface {
+	ScoreObjectJSON(ctx context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error)
+}
+
+// borrowPaths lists the ways the plugin server scores a request, by its
+// flags: a score object (`hayloft score`'s lines), plain details (a run),
+// and ForAggregate (`hayloft score --aggregate`), each through the
+// method it picks for them (ScoreObjectJSON, then ScoreDetailsJSON, then
+// Score). Score itself is added when the server never calls it, since a
+// Borrower's promise holds for every caller.
+func borrowPaths(scorer sdk.Scorer) []borrowPath {
+	type method struct {
+		name string
+		call func(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, []byte, error)
+	}
+	plain := method{"Score", func(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, []byte, error) {
+		resp, err := scorer.Score(ctx, req)
+		return resp, nil, err
+	}}
+	details, object := plain, plain
+	if js, ok := scorer.(detailsJSONScorer); ok {
+		details = method{"ScoreDetailsJSON", func(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, []byte, error) {
+			return js.ScoreDetailsJSON(ctx, req, nil)
+		}}
+		object = details
+	}
+	if so, ok := scorer.(scoreObjectScorer); ok {
+		object = method{"ScoreObjectJSON", func(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, []byte, error) {
+			return so.ScoreObjectJSON(ctx, req, nil)
+		}}
+	}
+	type way struct {
+		m                    method
+		scoreObject, forAggr bool
+	}
+	ways := []way{{object, true, false}, {details, false, false}, {details, false, true}}
+	if details.name != plain.name {
+		ways = append(ways, way{plain, false, false}, way{plain, false, true})
+	}
+	paths := make([]borrowPath, len(ways))
+	for k, w := range ways {
+		name := w.m.name
+		switch {
+		case w.scoreObject:
+			name += " (ScoreObject)"
+		case w.forAggr:
+			name += " (ForAggregate)"
+		}
+		paths[k] = borrowPath{
+			name: name,
+			flags: func(req *sdk.ScoreRequest) {
+				req.ScoreObject, req.ForAggregate = w.scoreObject, w.forAggr
+			},
+			score: func(ctx context.Context, req *sdk.ScoreRequest, c ScorerCase, fail errorf) (borrowAnswer, bool) {
+				resp, details, err := w.m.call(ctx, req)
+				if err != nil || resp == nil {
+					fail("%s: %s (sdk.Borrower): %v", c.Name, name, err)
+					return borrowAnswer{}, false
+				}
+				c.Name += " (" + name + ")"
+				checkScore(c, resp, fail)
+				if details == nil {
+					details, _ = json.Marshal(resp.Details)
+				}
+				stats, _ := json.Marshal(resp.Stats)
+				return borrowAnswer{resp.Value, resp.Invalid, string(details), string(stats)}, true
+			},
+		}
+	}
+	return paths
+}
+
+// caseText is the cases' text, which checkBorrows writes over a copy it
+// has lent: another case's strings, as the next batch would bring.
+func caseText(cases []ScorerCase) []byte {
+	var b []byte
+	for _, c := range cases {
+		b = append(b, c.Req.Prediction...)
+		if c.Req.Sample != nil {
+			b = append(b, c.Req.Sample.ID...)
+			for _, t := range c.Req.Sample.Targets {
+				b = append(b, t...)
+			}
+		}
+	}
+	if len(b) == 0 {
+		b = []byte("#")
+	}
+	return b
+}
+
 // borrowedCopy is a copy of req whose sample is a copy too, their id,
-// prediction, language and targets cut from the one buffer returned.
+// prediction, language and targets cut from the one buffer returned. The
+// buffer has room for at least 16 bytes, so that it is never one of the
+// runtime's tiny allocations, which share a block with others (and its
+// weak pointer with their lifetime).
 func borrowedCopy(req *sdk.ScoreRequest) (*sdk.ScoreRequest, []byte) {
 	cp := *req
-	if req.Sample == nil {
-		return &cp, nil
+	size := len(req.Prediction)
+	if req.Sample != nil {
+		size += len(req.Sample.ID) + len(req.Sample.Language)
+		for _, t := range req.Sample.Targets {
+			size += len(t)
+		}
 	}
-	smp := *req.Sample
-	cp.Sample = &smp
-	size := len(req.Prediction) + len(smp.ID) + len(smp.Language)
-	for _, t := range smp.Targets {
-		size += len(t)
-	}
-	buf := make([]byte, 0, size)
+	buf := make([]byte, 0, max(size, 16))
 	cut := func(s string) string {
 		start := len(buf)
 		buf = append(buf, s...)
 		return unsafe.String(unsafe.SliceData(buf[start:]), len(s))
 	}
-	cp.Prediction, smp.ID, smp.Language = cut(req.Prediction), cut(smp.ID), cut(smp.Language)
-	if smp.Targets != nil {
-		smp.Targets = make([]string, len(req.Sample.Targets))
-		for i, t := range req.Sample.Targets {
-			smp.Targets[i] = cut(t)
+	cp.Prediction = cut(req.Prediction)
+	if req.Sample != nil {
+		smp := *req.Sample
+		cp.Sample = &smp
+		smp.ID, smp.Language = cut(smp.ID), cut(smp.Language)
+		if smp.Targets != nil {
+			smp.Targets = make([]string, len(req.Sample.Targets))
+			for i, t := range req.Sample.Targets {
+				smp.Targets[i] = cut(t)
+			}
 		}
 	}
-	return &cp, buf
+	return &cp, buf[:cap(buf)]
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/plugin"
 )
 
 // fakeTask yields what make returns for the i-th read.
@@ -158,45 +159,117 @@ func TestCheckScorerFindsProblems(t *testing.T) {
 type memo struct {
 	mu   sync.Mutex
 	seen map[string]string
+	// clone keeps copies of the prediction; cloneID of the map key.
+	clone, cloneID bool
 }
 
 func (m *memo) BorrowsInput() {}
 
-func (m *memo) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+func (m *memo) score(req *sdk.ScoreRequest, clone bool) *sdk.ScoreResponse {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	first, ok := m.seen[req.Sample.ID]
 	if !ok {
-		m.seen[strings.Clone(req.Sample.ID)] = req.Prediction
 		first = req.Prediction
+		if clone {
+			first = strings.Clone(first)
+		}
+		id := req.Sample.ID
+		if m.cloneID {
+			id = strings.Clone(id)
+		}
+		m.seen[id] = first
 	}
 	if first == req.Prediction {
-		return &sdk.ScoreResponse{Value: 1}, nil
+		return &sdk.ScoreResponse{Value: 1}
 	}
-	return &sdk.ScoreResponse{Value: 0}, nil
+	return &sdk.ScoreResponse{Value: 0}
 }
 
-// cloningMemo is memo keeping copies: it borrows, as it claims.
-type cloningMemo struct{ memo }
-
-func (m *cloningMemo) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	cp := *req
-	cp.Prediction = strings.Clone(req.Prediction)
-	return m.memo.Score(ctx, &cp)
+func (m *memo) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	return m.score(req, m.clone), nil
 }
+
+// jsonMemo keeps copies when called through Score, but not through
+// ScoreDetailsJSON, which is what the plugin server calls instead.
+type jsonMemo struct{ memo }
+
+func (m *jsonMemo) ScoreDetailsJSON(_ context.Context, req *sdk.ScoreRequest, dst []byte) (*sdk.ScoreResponse, []byte, error) {
+	return m.score(req, false), append(dst, "{}"...), nil
+}
+
+// The paths checkBorrows calls are the plugin server's.
+var (
+	_ detailsJSONScorer = plugin.DetailsJSONScorer(nil)
+	_ scoreObjectScorer = plugin.ScoreObjectScorer(nil)
+)
 
 func TestCheckScorerHoldsBorrowersToIt(t *testing.T) {
 	cases := []ScorerCase{
 		{Name: "a", Req: &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "a", Targets: []string{"t"}}, Prediction: "yes"}, Want: 1},
 		{Name: "b", Req: &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "b"}, Prediction: "no"}, Want: 1},
+		{Name: "c", Req: &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "c"}, Prediction: "maybe"}, Want: 1},
 	}
-	var log problemLog
-	checkScorer(context.Background(), &memo{seen: map[string]string{}}, cases, log.add)
-	expectProblem(t, log.list, "sdk.Borrower: scoring again after its copy was overwritten gave 0")
+	const kept = "sdk.Borrower: Score (ScoreObject) kept a piece of its request"
+	for _, tt := range []struct {
+		name   string
+		scorer sdk.Scorer
+		want   string // a problem containing it; "" for none
+	}{
+		{"keeps the prediction", &memo{cloneID: true}, kept},
+		{"keys a map by the id", &memo{clone: true}, kept},
+		{"keeps copies", &memo{clone: true, cloneID: true}, ""},
+		// Score keeps copies, but the server's path does not.
+		{"keeps the prediction on the served path", &jsonMemo{memo{clone: true, cloneID: true}},
+			"sdk.Borrower: ScoreDetailsJSON (ScoreObject) kept a piece of its request"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var log problemLog
+			switch sc := tt.scorer.(type) {
+			case *memo:
+				sc.seen = map[string]string{}
+			case *jsonMemo:
+				sc.seen = map[string]string{}
+			}
+			checkScorer(context.Background(), tt.scorer, cases, log.add)
+			if tt.want == "" {
+				if len(log.list) > 0 {
+					t.Errorf("a scorer that copies what it keeps: %q", log.list)
+				}
+				return
+			}
+			expectProblem(t, log.list, tt.want)
+		})
+	}
+}
 
-	log = problemLog{}
-	checkScorer(context.Background(), &cloningMemo{memo{seen: map[string]string{}}}, cases, log.add)
-	if len(log.list) > 0 {
-		t.Errorf("a scorer that copies what it keeps: %q", log.list)
+// What the check stands for: jsonMemo, served, answers the same prediction
+// for the same sample wrongly once its first batch's memory is reused.
+func TestServedBorrowerThatKeepsBreaks(t *testing.T) {
+	set := sdk.NewSet("memo", "1.0.0")
+	set.RegisterScorer("m", func(context.Context, sdk.Options) (sdk.Scorer, error) {
+		return &jsonMemo{memo{seen: map[string]string{}, clone: true, cloneID: true}}, nil
+	})
+	sc := Scorer(t, set, "m", nil)
+	ctx := context.Background()
+	wrong := 0
+	for round := range 20 {
+		id := fmt.Sprintf("id-%d", round)
+		same := &sdk.ScoreRequest{Sample: &sdk.Sample{ID: id, Targets: []string{"t"}}, Prediction: "the same answer"}
+		if _, err := sc.ScoreBatch(ctx, []*sdk.ScoreRequest{same}); err != nil {
+			t.Fatal(err)
+		}
+		other := &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "other", Targets: []string{"t"}}, Prediction: strings.Repeat("q", 30)}
+		results, err := sc.ScoreBatch(ctx, []*sdk.ScoreRequest{other, same})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if results[1].Err != nil || results[1].Response.Value != 1 {
+			wrong++
+		}
+		plugin.ReleaseResults(results)
+	}
+	if wrong == 0 {
+		t.Error("jsonMemo served as a plugin answered every repeated prediction right: the memory it keeps was not reused, so CheckScorer's failure of it is not what the server does")
 	}
 }

@@ -3,10 +3,12 @@ package exact
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/sdktest"
 )
 
 func TestNormalization(t *testing.T) {
@@ -88,5 +90,31 @@ func TestErrors(t *testing.T) {
 	_, err = s.Score(context.Background(), &sdk.ScoreRequest{Sample: &sdk.Sample{ID: "n1"}})
 	if err == nil || !strings.Contains(err.Error(), `sample "n1" has no targets`) {
 		t.Errorf("no targets: %v", err)
+	}
+}
+
+// exact claims sdk.Borrower: CheckScorer holds it to keeping nothing of
+// its requests, with each normalisation.
+func TestBorrowsInput(t *testing.T) {
+	squad := map[string]any{"lowercase": true, "remove_punctuation": true, "remove_articles": true, "normalize_whitespace": true}
+	for _, opts := range []map[string]any{nil, squad} {
+		ref, err := New(context.Background(), sdk.MustOptions(opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cases []sdktest.ScorerCase
+		for i, pred := range []string{"Paris", "paris.", "The Eiffel Tower", "  an apple ", ""} {
+			req := &sdk.ScoreRequest{Sample: &sdk.Sample{ID: fmt.Sprint("s", i), Targets: []string{"Paris", "the Eiffel tower", "apple"}}, Prediction: pred}
+			want, err := ref.Score(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases, sdktest.ScorerCase{Name: req.Sample.ID, Req: req, Want: want.Value})
+		}
+		s, err := New(context.Background(), sdk.MustOptions(opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sdktest.CheckScorer(t, s, cases)
 	}
 }
