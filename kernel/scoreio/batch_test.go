@@ -83,6 +83,41 @@ func TestRemoteMatchesInProcess(t *testing.T) {
 	}
 }
 
+// A line the plugin fails to score (no references) between lines it
+// scores, under --on-error skip, over many batches: the batch replies
+// unpacked, the gathered aggregate leaves the line out, and the output is
+// still the in-process bytes, with and without --aggregate.
+func TestRemoteMatchesInProcessWithFailedLines(t *testing.T) {
+	var in bytes.Buffer
+	for i := 1; i <= 3000; i++ {
+		if i%411 == 0 {
+			fmt.Fprintf(&in, `{"prediction": "no references %d"}`+"\n", i) // the scorer fails it
+			continue
+		}
+		fmt.Fprintf(&in, `{"prediction": "the cat %d sat on the mat %d", "references": ["the cat sat on the mat %d", "a cat %d"]}`+"\n", i, i%7, i%13, i)
+	}
+	set := sdk.NewSet("scoreio-test", "1.0.0")
+	set.RegisterScorer("bleu", bleu.New)
+	remote := sdktest.Scorer(t, set, "bleu", nil)
+	local, _ := bleu.New(context.Background(), nil)
+	for _, agg := range []bool{true, false} {
+		var want, got bytes.Buffer
+		opts := Options{OnError: OnErrorSkip, Aggregate: agg}
+		if err := Score(context.Background(), local, bytes.NewReader(in.Bytes()), &want, opts); err != nil {
+			t.Fatal(err)
+		}
+		if err := Score(context.Background(), remote, bytes.NewReader(in.Bytes()), &got, opts); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(want.Bytes(), []byte(`"line":411,`)) {
+			t.Errorf("setup: line 411 not skipped: %.300s", want.Bytes())
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("aggregate=%v: remote differs\n got: %.400s\nwant: %.400s", agg, got.Bytes(), want.Bytes())
+		}
+	}
+}
+
 // With --on-error skip a bad line is recorded in its place and the lines
 // after it are scored; with stop (the default) the run ends at it, every
 // line before it written.

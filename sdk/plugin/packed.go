@@ -294,6 +294,11 @@ func putPackedReply(b []byte) {
 type AggregateInput struct {
 	packed []byte // maxVarint bytes for the count, then the packed results
 	n      int
+	// counted is 1 + the count last written into packed's room: bytes
+	// writes it only when it changed, so that a retried send (a plugin
+	// restarted mid-aggregate) never writes into bytes that the first
+	// one's connection may still be reading.
+	counted int
 }
 
 // Add appends what an aggregate reads of results, copied: results may be
@@ -344,7 +349,10 @@ func (in *AggregateInput) bytes() []byte {
 	}
 	count := protowire.AppendVarint(make([]byte, 0, maxVarint), uint64(in.n))
 	start := maxVarint - len(count)
-	copy(in.packed[start:], count)
+	if in.counted != in.n+1 {
+		copy(in.packed[start:], count)
+		in.counted = in.n + 1
+	}
 	return in.packed[start:]
 }
 

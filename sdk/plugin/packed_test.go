@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/hayloft/hayloft/sdk"
@@ -505,6 +509,35 @@ func TestAggregateInputGathers(t *testing.T) {
 	}
 }
 
+// The bytes a send reads are not written again by a second send of the
+// same input (a retry after a plugin restart, while the first one's
+// connection may still read them: the race detector sees a write), and a
+// later Add still updates the count.
+func TestAggregateInputBytesStable(t *testing.T) {
+	one := []ScoreResult{{Response: &sdk.ScoreResponse{Value: 1, Stats: []float64{1, 2}}}}
+	in := gather(t, one)
+	sent := in.bytes()
+	done := make(chan int)
+	go func() {
+		sum := 0
+		for _, b := range sent {
+			sum += int(b)
+		}
+		done <- sum
+	}()
+	again := in.bytes()
+	<-done
+	if !bytes.Equal(sent, again) || &sent[0] != &again[0] {
+		t.Fatalf("a second send is not the same bytes")
+	}
+	if err := in.Add(one); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := in.Results(); err != nil || len(got) != 2 {
+		t.Fatalf("after a second Add: %d results, %v; want 2", len(got), err)
+	}
+}
+
 // gather is AggregateInputOf, failing t on an error.
 func gather(t *testing.T, results []ScoreResult) *AggregateInput {
 	t.Helper()
@@ -513,4 +546,113 @@ func gather(t *testing.T, results []ScoreResult) *AggregateInput {
 		t.Fatal(err)
 	}
 	return in
+}
+
+// verifyingBorrower checks, while each call runs (across yields and
+// sleeps, so that other batches on the stream make progress meanwhile),
+// that its borrowed request still reads what it read on entry: the
+// prediction is "p:"+id and the one target "t:"+id. A batch's memory
+// reused under a running call would show as a mismatch. Some requests
+// fail, some panic, so that their batches reply unpacked.
+type verifyingBorrower struct{ bad atomic.Int64 }
+
+func (*verifyingBorrower) BorrowsInput() {}
+
+func (v *verifyingBorrower) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
+	id := req.Sample.ID
+	ok := func() bool {
+		return req.Prediction == "p:"+id && len(req.Sample.Targets) == 1 && req.Sample.Targets[0] == "t:"+id
+	}
+	if !ok() {
+		v.bad.Add(1)
+		return &sdk.ScoreResponse{Value: -1}, nil
+	}
+	switch {
+	case strings.HasSuffix(id, "-fail"):
+		return nil, errors.New("failing on purpose")
+	case strings.HasSuffix(id, "-panic"):
+		panic("panicking on purpose")
+	}
+	for range 3 {
+		runtime.Gosched()
+		if rand.IntN(8) == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		if !ok() || req.Sample.ID != id {
+			v.bad.Add(1)
+			return &sdk.ScoreResponse{Value: -1}, nil
+		}
+	}
+	return &sdk.ScoreResponse{Value: float64(len(id))}, nil
+}
+
+// Concurrent packed batches on one Calls stream, some with a failing or
+// panicking request, some cancelled part way: no borrowed request is
+// reused while its call runs, and every answered batch gets its own
+// answers.
+func TestBorrowedBatchesNotReusedWhileRunning(t *testing.T) {
+	v := &verifyingBorrower{}
+	sc := serveScorer(t, v)
+	if !sc.Info().Serves(FeaturePackedScoreBatch) || !sc.Info().Serves(FeatureScoreBatchCall) {
+		t.Fatalf("features %v", sc.Info().Features)
+	}
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 25 {
+				n := 1 + rand.IntN(200)
+				reqs := make([]*sdk.ScoreRequest, n)
+				for i := range reqs {
+					id := fmt.Sprintf("g%d-r%d-%d-%s", g, round, i, strings.Repeat("z", rand.IntN(40)))
+					switch {
+					case round%5 == 1 && i == n/2:
+						id += "-fail"
+					case round%7 == 3 && i == n/3:
+						id += "-panic"
+					}
+					reqs[i] = &sdk.ScoreRequest{Sample: &sdk.Sample{ID: id, Targets: []string{"t:" + id}}, Prediction: "p:" + id}
+				}
+				ctx := context.Background()
+				var cancel context.CancelFunc = func() {}
+				if round%6 == 5 {
+					ctx, cancel = context.WithTimeout(ctx, time.Duration(rand.IntN(300))*time.Microsecond)
+				}
+				results, err := sc.ScoreBatch(ctx, reqs)
+				cancel()
+				if err != nil {
+					continue // cancelled
+				}
+				for i, r := range results {
+					id := reqs[i].Sample.ID
+					if strings.HasSuffix(id, "-fail") || strings.HasSuffix(id, "-panic") {
+						if r.Err == nil {
+							wrong.Add(1)
+						}
+						continue
+					}
+					if r.Err != nil {
+						if ctx.Err() == nil {
+							wrong.Add(1)
+							t.Errorf("%s: %v", id, r.Err)
+						}
+						continue
+					}
+					if r.Response.Value != float64(len(id)) {
+						wrong.Add(1)
+					}
+				}
+				ReleaseResults(results)
+			}
+		}()
+	}
+	wg.Wait()
+	if b := v.bad.Load(); b > 0 {
+		t.Errorf("%d borrowed requests changed under a running call", b)
+	}
+	if w := wrong.Load(); w > 0 {
+		t.Errorf("%d wrong answers", w)
+	}
 }
