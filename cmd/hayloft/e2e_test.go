@@ -77,7 +77,23 @@ func repoRoot(t *testing.T) string {
 
 func TestQuickstart(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "q.db")
-	res := decodeResult(t, hayloft(t, repoRoot(t), "run", "examples/quickstart.hcl", "--json", "--store", store))
+	// The first run finds Go's root through a `go` that counts its calls:
+	// a run loads its config once, so goroot() asks once.
+	realGo, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go on PATH: %v", err)
+	}
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	wrapper := "#!/bin/sh\necho call >> " + calls + "\nexec " + realGo + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "GOROOT="}
+	res := decodeResult(t, hayloftIO(t, repoRoot(t), env, "", "run", "examples/quickstart.hcl", "--json", "--store", store))
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "call") != 1 {
+		t.Errorf("the run asked `go env GOROOT` %d times, want once", strings.Count(string(b), "call"))
+	}
 	if len(res.Evals) != 1 {
 		t.Fatalf("evals = %d, want 1", len(res.Evals))
 	}

@@ -107,6 +107,11 @@ func (e *cliEnv) openSession(path string, cf *commonFlags) (*session, error) {
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
+	return e.sessionOf(cfg, cf)
+}
+
+// sessionOf is openSession for a config already loaded.
+func (e *cliEnv) sessionOf(cfg *config.Config, cf *commonFlags) (*session, error) {
 	log := hclog.New(&hclog.LoggerOptions{
 		Name:   "hayloft",
 		Level:  hclog.LevelFromString(cfg.Settings.LogLevel),
@@ -172,7 +177,7 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 	if len(s.cfg.Evals) == 0 {
 		return &exitError{code: 2, err: fmt.Errorf("%s has no eval block: nothing to run", s.cfg.Path)}
 	}
-	if err := e.precheck(ctx, s.cfg.Path, ef.commonFlags, ef.evals); err != nil {
+	if err := e.precheck(ctx, s.cfg, ef.commonFlags, ef.evals); err != nil {
 		return err
 	}
 	opts := runner.Options{Opener: s.host, Logger: s.log, Version: version, Limit: ef.limit, Evals: ef.evals}

@@ -254,3 +254,44 @@ func TestLooksSecret(t *testing.T) {
 		}
 	}
 }
+
+// goroot() asks `go env GOROOT` (a fake go on PATH here, counting its
+// calls) once per load however often the file calls it; $GOROOT in the
+// load's environment wins without asking.
+func TestGorootAsksGoOnce(t *testing.T) {
+	dir := t.TempDir()
+	count := filepath.Join(dir, "calls")
+	script := "#!/bin/sh\necho call >> " + count + "\necho /fake/goroot\n"
+	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	src := []byte(`task "t" "a" {
+  haystack = "${goroot()}/src/testdata/a.txt"
+  other    = goroot()
+}
+task "t" "b" {
+  haystack = goroot()
+}`)
+	for _, tc := range []struct {
+		env       []string
+		want      string
+		wantCalls int
+	}{
+		{nil, "/fake/goroot", 1},
+		{[]string{"GOROOT=/env/goroot"}, "/env/goroot", 0},
+	} {
+		os.Remove(count)
+		cfg, err := Parse("x.hcl", src, LoadOptions{Env: tc.env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(cfg.Components[1].Options), `{"haystack":"`+tc.want+`"}`; got != want {
+			t.Errorf("options = %s, want %s", got, want)
+		}
+		calls, _ := os.ReadFile(count)
+		if n := strings.Count(string(calls), "call"); n != tc.wantCalls {
+			t.Errorf("env %q: go env GOROOT ran %d times for one load, want %d", tc.env, n, tc.wantCalls)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
@@ -149,21 +150,26 @@ func fileDirFunc(dir string) function.Function {
 // gorootFunc returns the Go installation's root, where Go ships public-domain
 // texts (src/testdata/Isaac.Newton-Opticks.txt) that make good demo haystacks.
 // $GOROOT wins, then `go env GOROOT`, then the root this binary was built with.
+// A load looks it up once, however often the file calls it: `go env GOROOT`
+// is a subprocess of some 40 ms.
 func gorootFunc(env map[string]string) function.Function {
+	root := sync.OnceValue(func() string {
+		if v := env["GOROOT"]; v != "" {
+			return v
+		}
+		if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+			if v := strings.TrimSpace(string(out)); v != "" {
+				return v
+			}
+		}
+		//lint:ignore SA1019 the build-time root is the last resort, not the first.
+		return runtime.GOROOT()
+	})
 	return function.New(&function.Spec{
 		Description: "Returns the root of the Go installation.",
 		Type:        function.StaticReturnType(cty.String),
 		Impl: func(_ []cty.Value, _ cty.Type) (cty.Value, error) {
-			if v := env["GOROOT"]; v != "" {
-				return cty.StringVal(v), nil
-			}
-			if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
-				if v := strings.TrimSpace(string(out)); v != "" {
-					return cty.StringVal(v), nil
-				}
-			}
-			//lint:ignore SA1019 the build-time root is the last resort, not the first.
-			if v := runtime.GOROOT(); v != "" {
+			if v := root(); v != "" {
 				return cty.StringVal(v), nil
 			}
 			return cty.NilVal, function.NewArgErrorf(0, "cannot find the Go root: set GOROOT")
