@@ -472,15 +472,17 @@ func (s *Store) feeder() {
 		s.queue, s.queuedBytes = nil, 0
 		s.fmu.Unlock()
 		err := s.feed(items, true)
+		s.fmu.Lock()
 		if err != nil {
-			s.fmu.Lock()
 			s.queue = append(items, s.queue...)
 			for _, it := range items {
 				s.queuedBytes += it.size
 			}
-			s.feedErr = err
-			s.fmu.Unlock()
 		}
+		// The error of the last feed only: one that failed and was fed
+		// again (its items first) is no longer an error of the journal.
+		s.feedErr = err
+		s.fmu.Unlock()
 		s.fmu.Lock()
 		hook := s.fedHook
 		s.fmu.Unlock()
@@ -604,7 +606,16 @@ func (s *Store) feed(items []fedItem, live bool) error {
 	s.segs = keep
 	s.unfed -= len(items)
 	s.fmu.Unlock()
-	return s.dropSegments(drop)
+	// The items are in the database: failing to remove their segments
+	// must not have them fed again (the caller requeues on an error). A
+	// segment left behind is replayed from its progress row, with nothing
+	// left to feed, when the journal is next opened.
+	if err := s.dropSegments(drop); err != nil {
+		s.fmu.Lock()
+		s.dropErr = errors.Join(s.dropErr, err)
+		s.fmu.Unlock()
+	}
+	return nil
 }
 
 // The writer's page cache. SQLite's default, 2,000 KiB, holds about 500
@@ -695,28 +706,25 @@ func (s *Store) checkpointed() {
 
 // dropSegments removes fed segments: the file first, then its progress
 // row (a row left by a crash in between names no file and is harmless).
+// Their rows must survive what the log survives before it goes: syncWAL.
 func (s *Store) dropSegments(segs []*segment) error {
 	if len(segs) == 0 {
 		return nil
 	}
-	var errs []error
-	// One checkpoint at a time: this one, which must cover every row fed
-	// so far, must not find the lock held by checkpointSoon's and skip.
-	s.checkpointed()
-	if s.sync == SyncBatch && s.dialect.checkpoint != "" {
-		// SQLite commits with synchronous=NORMAL, which a power loss may
-		// undo; a checkpoint syncs the WAL first, so the fed rows are as
-		// durable as the log they came from before it goes.
-		if _, err := s.db.Exec(s.dialect.checkpoint); err != nil {
-			return fmt.Errorf("journal %s: checkpoint before removing the fed log: %w", s.path, err)
+	defer func() {
+		for _, seg := range segs {
+			seg.f.Close() // after the removal: the lock goes with it
 		}
+	}()
+	if err := s.syncWAL(); err != nil {
+		return fmt.Errorf("journal %s: before removing the fed log: %w", s.path, err)
 	}
+	var errs []error
 	for _, seg := range segs {
 		path := filepath.Join(s.logDir, seg.name)
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
-		seg.f.Close()
 		name := seg.name
 		errs = append(errs, s.internalWrite(&writeOp{exec: func(ctx context.Context, tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, `DELETE FROM journal_logs WHERE name = $1`, name)
@@ -726,6 +734,38 @@ func (s *Store) dropSegments(segs []*segment) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("journal %s: remove fed log: %w", s.path, err)
 	}
+	return nil
+}
+
+// syncWAL makes what SQLite has committed so far survive a power loss, as
+// the log's synced records do, under SyncBatch. SQLite commits with
+// synchronous=NORMAL: a commit reaches the WAL unsynced, and a checkpoint
+// syncs the WAL only when it has frames it may copy, which it has not
+// while another connection's read snapshot (a report, another shard) holds
+// them back. So the WAL is synced here, before what depends on those
+// commits: removing the log their rows were fed from, and (BeginRun,
+// PutEval) acknowledging records whose rows name a run or eval written
+// straight to the database. PostgreSQL's commits are durable already, and
+// SyncOS promises no more than the OS's own flushing.
+func (s *Store) syncWAL() error {
+	if s.sync != SyncBatch || s.dialect.checkpoint == "" {
+		return nil
+	}
+	db := strings.TrimSuffix(s.logDir, logDirSuffix)
+	f, err := os.Open(db + "-wal")
+	if errors.Is(err, os.ErrNotExist) {
+		// No WAL: every commit was checkpointed into the database file,
+		// which the checkpoint synced; synced again here, to be sure.
+		f, err = os.Open(db)
+	}
+	if err != nil {
+		return fmt.Errorf("sync the write-ahead log: %w", err)
+	}
+	defer f.Close()
+	if err := syncData(f); err != nil {
+		return fmt.Errorf("sync the write-ahead log: %w", err)
+	}
+	s.walSyncs.Add(1)
 	return nil
 }
 
@@ -765,24 +805,6 @@ func (s *Store) replayLogs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("journal log %s: %w", s.logDir, err)
 	}
-	fed := map[string]int64{}
-	rows, err := s.db.QueryContext(ctx, `SELECT name, fed FROM journal_logs`)
-	if err != nil {
-		return fmt.Errorf("journal %s: read log progress: %w", s.path, err)
-	}
-	for rows.Next() {
-		var name string
-		var off int64
-		if err := rows.Scan(&name, &off); err != nil {
-			rows.Close()
-			return fmt.Errorf("journal %s: read log progress: %w", s.path, err)
-		}
-		fed[name] = off
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("journal %s: read log progress: %w", s.path, err)
-	}
 	for _, e := range entries {
 		if !e.IsDir() && strings.HasSuffix(e.Name(), ".log.new") {
 			removeStrayNew(filepath.Join(s.logDir, e.Name()))
@@ -791,7 +813,7 @@ func (s *Store) replayLogs(ctx context.Context) error {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".log") {
 			continue
 		}
-		if err := s.replaySegment(e.Name(), fed[e.Name()]); err != nil {
+		if err := s.replaySegment(ctx, e.Name()); err != nil {
 			return err
 		}
 	}
@@ -815,7 +837,11 @@ func removeStrayNew(path string) {
 // replayBatch is how many records a replay feeds per transaction.
 const replayBatch = feedRecords
 
-func (s *Store) replaySegment(name string, from int64) error {
+// replaySegment feeds a dead process's segment from where its progress row
+// says it was fed to, and removes it. The row is read once the segment's
+// lock is held: its process may have fed more, and died, while this one
+// replayed others.
+func (s *Store) replaySegment(ctx context.Context, name string) error {
 	path := filepath.Join(s.logDir, name)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -834,6 +860,11 @@ func (s *Store) replaySegment(name string, from int64) error {
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil // replayed and removed between our open and our lock
+	}
+	var from int64
+	err = s.db.QueryRowContext(ctx, `SELECT fed FROM journal_logs WHERE name = $1`, name).Scan(&from)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("journal %s: read the progress of log %s: %w", s.path, name, err)
 	}
 	seg := &segment{name: name, f: f}
 	var batch []fedItem
@@ -856,6 +887,9 @@ func (s *Store) replaySegment(name string, from int64) error {
 		return fmt.Errorf("journal log %s: %w; the records before it are in the journal (move the file aside to open the journal without the rest)", path, err)
 	}
 	// Records past the valid end are a torn tail: never acknowledged.
+	if err := s.syncWAL(); err != nil {
+		return fmt.Errorf("journal log %s: before removing it: %w", path, err)
+	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("journal log %s: %w", path, err)
 	}

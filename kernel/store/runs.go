@@ -92,6 +92,11 @@ func (s *Store) BeginRun(ctx context.Context, info RunInfo) (string, error) {
 			id, formatTime(now), StatusRunning, info.ConfigPath, info.ConfigText, hash, info.Version, info.Shard, info.Shards)
 		return err
 	})
+	if err == nil {
+		// The run's samples and scores are journaled through the log,
+		// which a power loss spares: their run row must be as durable.
+		err = s.syncWAL()
+	}
 	if err != nil {
 		return "", fmt.Errorf("begin run for %s: %w", info.ConfigPath, err)
 	}
@@ -141,6 +146,9 @@ func (s *Store) PutEval(ctx context.Context, runID string, e EvalInfo) error {
 			runID, e.Name, e.Task, e.Model, e.Retriever, string(scorers), e.Eval, e.Position)
 		return err
 	})
+	if err == nil {
+		err = s.syncWAL() // as BeginRun's: the eval's records go through the log
+	}
 	if err != nil {
 		return fmt.Errorf("put eval %s/%s: %w", runID, e.Name, err)
 	}

@@ -124,9 +124,15 @@ type Store struct {
 	queuedBytes int
 	unfed       int // records synced and not yet fed
 	feedErr     error
-	feedKick    chan struct{} // buffered 1: records were queued
-	feedNow     atomic.Bool   // FeedSoon was called: feed without waiting for more
-	follow      atomic.Bool   // FeedFollow: feed whatever is queued, as it comes
+	// dropErr is what removing fed segments met (dropSegments): their
+	// records are in the database, so nothing is fed again for it; Close
+	// reports it.
+	dropErr error
+	// walSyncs counts syncWAL's syncs (tests).
+	walSyncs atomic.Int64
+	feedKick chan struct{} // buffered 1: records were queued
+	feedNow  atomic.Bool   // FeedSoon was called: feed without waiting for more
+	follow   atomic.Bool   // FeedFollow: feed whatever is queued, as it comes
 	// fedHook, when set (tests, under fmu), hears how many records each
 	// feed of the feeder put in the database; feedWait, when set (tests,
 	// under fmu), replaces feedDelay.
@@ -352,7 +358,7 @@ func (s *Store) Close() error {
 		<-s.feedStopped
 		s.checkpointed()
 		s.fmu.Lock()
-		feedErr := s.feedErr
+		feedErr, dropErr := s.feedErr, s.dropErr
 		if len(s.queue) > 0 && feedErr == nil {
 			feedErr = errors.New("log not fed")
 		}
@@ -376,7 +382,7 @@ func (s *Store) Close() error {
 		}
 		close(s.quit)
 		<-s.stopped
-		err = errors.Join(feedErr, closeStmts(s.stmts), s.inserts.close(), s.wconn.Close(), s.db.Close())
+		err = errors.Join(dropErr, feedErr, closeStmts(s.stmts), s.inserts.close(), s.wconn.Close(), s.db.Close())
 		if err != nil {
 			err = fmt.Errorf("close journal %s: %w", s.path, err)
 		}
