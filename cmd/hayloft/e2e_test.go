@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -407,5 +408,30 @@ eval "e" {
 	}
 	if n := srv.Requests("/v1/models"); n == 0 {
 		t.Fatal("validate --deep did not provision the model")
+	}
+}
+
+// A journal that does not close cleanly is said so on stderr, and the run's
+// results stand: here its progress rows cannot be deleted (a trigger), so
+// removing the fed log fails at Close.
+func TestRunWarnsWhenJournalDoesNotClose(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "q.db")
+	args := []string{"run", "examples/quickstart.hcl", "--json", "--limit", "2", "--store", store}
+	decodeResult(t, hayloft(t, repoRoot(t), args...))
+	db, err := sql.Open("sqlite", store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TRIGGER held BEFORE DELETE ON journal_logs BEGIN SELECT RAISE(ABORT, 'held'); END`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	r := hayloft(t, repoRoot(t), args...)
+	res := decodeResult(t, r)
+	if len(res.Evals) != 1 || res.Evals[0].Cached != 2 {
+		t.Fatalf("second run: %+v", res.Evals)
+	}
+	if !strings.Contains(r.stderr, "hayloft: warning: ") || !strings.Contains(r.stderr, "remove fed log") {
+		t.Errorf("no warning that the journal did not close; stderr:\n%s", r.stderr)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -189,7 +190,7 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 		pre.Close()
 		return err
 	}
-	defer st.Close()
+	defer closeJournal(e.stderr, st)
 	// Retrievers keep their embedding cache in the journal, through the
 	// host: plugins never open it themselves.
 	s.host.UseEmbeddingCache(st)
@@ -393,4 +394,14 @@ func pluginPositions(cfg *config.Config, err error) error {
 // command that journals responses or results counts them the same way.
 func openJournal(ctx context.Context, set config.Settings) (*store.Store, error) {
 	return store.OpenWith(ctx, set.Store, store.Options{Sync: store.Sync(set.JournalSync)})
+}
+
+// closeJournal closes a run's journal and says on w when that failed. What
+// the run journaled is kept either way (in the database, or in the log the
+// next open feeds, as the error says), but a journal that did not close
+// cleanly should not pass unnoticed.
+func closeJournal(w io.Writer, st *store.Store) {
+	if err := st.Close(); err != nil {
+		fmt.Fprintf(w, "hayloft: warning: %v\n", err)
+	}
 }
