@@ -539,6 +539,11 @@ func kernelRow(ctx context.Context, j job, srv *openaitest.Server) (row, error) 
 	if cpu0 > 0 {
 		r.serverCPU = serverCPU
 	}
+	if peak > 0 {
+		anon, file := rss.split()
+		r.note = appendNote(r.note, fmt.Sprintf("peak RSS of which anonymous %.0f MB, the binary's pages %.0f MB (mapped by each process)",
+			float64(anon)/(1<<20), float64(file)/(1<<20)))
+	}
 	if first, last := srv.Span(chatPath); !first.IsZero() {
 		r.before, r.after = first.Sub(start), start.Add(wall).Sub(last)
 		r.note = appendNote(r.note, fmt.Sprintf("start %.3fs, serve %.3fs (%.0f req/s), end %.3fs",

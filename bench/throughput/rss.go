@@ -87,6 +87,22 @@ func (w *rssWatch) breakdown() string {
 	return b.String()
 }
 
+// split is the sums of each process's largest anonymous and file-backed
+// resident memory: what the processes hold of their own, and the pages
+// of the binary they map, which they share and which the peak counts once
+// per process. The file part moves with code layout (the page cache maps
+// the binary in large folios, whole), by ±20 MB between builds that run
+// the same code; the anonymous part is what copies of a prompt add to.
+func (w *rssWatch) split() (anon, file int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for pid := range w.peaks {
+		anon += w.anon[pid]
+		file += w.file[pid]
+	}
+	return anon, file
+}
+
 // commandOf is a process's command line without the binary's directory:
 // "hayloft plugin start model openai".
 func commandOf(pid int) string {
