@@ -258,6 +258,16 @@ type Originator interface {
 	Origin() Origin
 }
 
+// ServedModeler is an optional Model interface: a model that learns which
+// model it answers as only when provisioned (an OpenAI-compatible server's
+// first listed model, when the config names none). The kernel keys the
+// model's journaled answers by it, so that a server restarted with another
+// model behind the same address is not answered from the first one's.
+// Empty means the model cannot tell.
+type ServedModeler interface {
+	ServedModel() string
+}
+
 // Tokenizer is an optional Model interface: a model that can count its own
 // tokens (through a server's /tokenize endpoint, say).
 type Tokenizer interface {

@@ -197,6 +197,7 @@ func (c *component) info() plugin.Info {
 			Version:      c.host.opts.Builtin.Version,
 			Protocol:     plugin.Protocol,
 			Capabilities: plugin.Capabilities(c.inproc),
+			ServedModel:  plugin.ServedModel(c.inproc),
 		}
 	}
 	c.mu.Lock()
@@ -356,6 +357,7 @@ func (m *Model) Tokenize(ctx context.Context, req *sdk.TokenizeRequest) (resp *s
 func (m *Model) Validate(ctx context.Context) error { return m.c.validate(ctx) }
 func (m *Model) Info() plugin.Info                  { return m.c.info() }
 func (m *Model) Origin() sdk.Origin                 { return m.c.origin() }
+func (m *Model) ServedModel() string                { return m.c.info().ServedModel }
 func (m *Model) ReadsSample() bool                  { return m.c.info().Has(plugin.CapSample) }
 func (m *Model) Close() error                       { return m.c.close() }
 

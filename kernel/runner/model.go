@@ -75,6 +75,13 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*
 	id := store.ModelIdentity{Component: comp.Type, Instance: comp.Name, Params: ms.Params, Extra: extra}
 	id.Endpoint, _ = extra["base_url"].(string)
 	id.Model, _ = extra["model"].(string)
+	if sm, ok := m.(sdk.ServedModeler); ok && id.Model == "" {
+		// The config names no model and the model found out which it
+		// answers as (a server's first): without it, a server restarted
+		// with another model at the same address would be answered from
+		// the first one's journal. A configured model keeps its key.
+		id.Model = sm.ServedModel()
+	}
 	if o, ok := m.(sdk.Originator); ok {
 		origin := o.Origin()
 		id.Plugin, id.PluginVersion = origin.Plugin, origin.Version

@@ -118,6 +118,9 @@ func (r *Runner) respond(ctx context.Context, m *modelHandle, req *sdk.GenerateR
 func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, scorers []scorerHandle, orig *sdk.Sample, seq int, slot *int, prefilled, answered func()) time.Duration {
 	p, err := prepare(ctx, rw.model, rw.retriever, orig, false)
 	if err != nil {
+		if ctx.Err() != nil {
+			return 0 // interrupted at the retriever or the tokenizer: asked again on resume, as at the model
+		}
 		var re *retrieveError
 		if errors.As(err, &re) {
 			r.sampleFailed(ctx, runID, evalName, rw, orig, "", fmt.Errorf("retriever %s: %w", rw.retrName, re.err), true)
@@ -174,11 +177,7 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		meta.SentTokens = ans.usage.PromptTokens
 	}
 	rw.mu.Lock()
-	if ans.cached {
-		rw.res.Cached++
-	}
-	rw.successes++
-	rw.res.Samples++
+	rw.successes++ // the model answered: the row is not blind
 	rw.mu.Unlock()
 
 	named := make([]store.NamedScore, 0, len(scorers))
@@ -208,7 +207,14 @@ func (r *Runner) process(ctx context.Context, runID, evalName string, rw *row, s
 		rw.cancel(fmt.Errorf("journal: %w", err))
 		return ans.wait
 	}
+	// Counted once journaled: a row that ends before (a scorer's own
+	// error, an interruption, the journal) does not count a sample it
+	// has no result for.
 	rw.mu.Lock()
+	if ans.cached {
+		rw.res.Cached++
+	}
+	rw.res.Samples++
 	for _, n := range named {
 		rw.scores[n.Scorer] = append(rw.scores[n.Scorer], indexedScore{seq, n.Score, n.DetailsJSON})
 	}

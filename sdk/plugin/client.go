@@ -27,6 +27,9 @@ type Info struct {
 	Protocol     string
 	Capabilities []string // CapAggregator, CapTokenizer, ...
 	Features     []string // protocol features the plugin serves: FeatureScoreBatchCall, ...
+	// ServedModel is the model a model component answers as, when it said
+	// so once provisioned (sdk.ServedModeler); "" otherwise.
+	ServedModel string
 }
 
 // Has reports whether the component implements the optional interface cap.
@@ -95,6 +98,7 @@ func configure(ctx context.Context, conn grpc.ClientConnInterface, req *pb.Confi
 		Protocol:     resp.GetProtocol(),
 		Capabilities: resp.GetCapabilities(),
 		Features:     resp.GetFeatures(),
+		ServedModel:  resp.GetServedModel(),
 	}
 	switch kind {
 	case sdk.KindTask:
@@ -138,6 +142,10 @@ func (r *remote) Close() error {
 	_, err := r.lc.Close(ctx, &pb.CloseRequest{})
 	return fromStatus(ctx, err)
 }
+
+// ServedModel is the model the remote model answers as, when it said so
+// (sdk.ServedModeler).
+func (m *ModelClient) ServedModel() string { return m.info.ServedModel }
 
 // TaskClient is a remote sdk.Task.
 type TaskClient struct {

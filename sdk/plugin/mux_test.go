@@ -438,3 +438,33 @@ func processCPU(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// servedModel answers as a model it found out about (sdk.ServedModeler).
+type servedModel struct {
+	sdk.Model
+	served string
+}
+
+func (m servedModel) ServedModel() string { return m.served }
+
+// The model a plugin's model found out it answers as reaches the host with
+// the component, for the kernel's cache key; a model that does not say
+// has none.
+func TestServedModelCrossesTheWire(t *testing.T) {
+	for _, tc := range []struct {
+		model sdk.Model
+		want  string
+	}{
+		{servedModel{newMuxModel(), "served-7b"}, "served-7b"},
+		{newMuxModel(), ""},
+	} {
+		set := sdk.NewSet("modeltest", "1.0.0")
+		set.RegisterModel("m", func(context.Context, sdk.Options) (sdk.Model, error) { return tc.model, nil })
+		conn, _ := serve(t, set, false)
+		mc := configureT[*ModelClient](t, conn, sdk.KindModel, "m")
+		var _ sdk.ServedModeler = mc
+		if got := mc.ServedModel(); got != tc.want {
+			t.Errorf("ServedModel = %q, want %q", got, tc.want)
+		}
+	}
+}

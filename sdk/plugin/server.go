@@ -166,7 +166,17 @@ func (l lifecycleServer) Configure(ctx context.Context, req *pb.ConfigureRequest
 		Protocol:      proto,
 		Capabilities:  Capabilities(c),
 		Features:      servedFeatures,
+		ServedModel:   ServedModel(c),
 	}, nil
+}
+
+// ServedModel is the model c answers as, when it says (sdk.ServedModeler),
+// else "".
+func ServedModel(c any) string {
+	if sm, ok := c.(sdk.ServedModeler); ok {
+		return sm.ServedModel()
+	}
+	return ""
 }
 
 // Capabilities names the optional interfaces c implements (CapAggregator,

@@ -91,6 +91,10 @@ func (c *Client) Model() string {
 	return *c.model.Load()
 }
 
+// ServedModel is Model (sdk.ServedModeler): once provisioned, the model the
+// server answers as, configured or the first it lists.
+func (c *Client) ServedModel() string { return c.Model() }
+
 // Provision fills in the model id from /v1/models when none was configured:
 // vLLM rejects requests naming a model it does not serve, and users rarely
 // remember the exact id.
@@ -169,12 +173,18 @@ func (c *Client) authError(status int, err error) error {
 // (a wrong key, base_url or model), which ends the eval at once instead of
 // failing every sample alike; the max_connection_failures-th request in a
 // row without an answer ends it too. Other failures stay the sample's own.
-func (c *Client) classify(err error) error {
+//
+// A request its caller gave up on (ctx done: an interruption, another row
+// of this model ending) says nothing of the server, and is not counted.
+func (c *Client) classify(ctx context.Context, err error) error {
 	var ae *AttemptsError
 	if !errors.As(err, &ae) || len(ae.Attempts) == 0 {
 		return err
 	}
 	status := ae.Attempts[len(ae.Attempts)-1].Status
+	if status == 0 && ctx.Err() != nil {
+		return err
+	}
 	if status == 0 {
 		n := c.connFails.Add(1)
 		if max := c.s.maxConnFails; max > 0 && int(n) >= max {
@@ -341,7 +351,7 @@ func (c *Client) Generate(ctx context.Context, req *sdk.GenerateRequest) (*sdk.G
 	var out generateResponse
 	attempts, err := c.post(ctx, c.genURL, &body, func(raw []byte) error { return out.decode(raw, chat) })
 	if err != nil {
-		return nil, c.classify(err)
+		return nil, c.classify(ctx, err)
 	}
 	c.answered.Store(true)
 	c.connFails.Store(0)

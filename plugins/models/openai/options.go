@@ -15,7 +15,8 @@ type Options struct {
 	// BaseURL is the API root, e.g. "http://127.0.0.1:8000/v1". Required.
 	BaseURL string `json:"base_url"`
 	// Model is the served model id; empty asks the server's /v1/models for
-	// its first model during Provision.
+	// its first model during Provision, which then keys the journal's
+	// answers (sdk.ServedModeler) as a configured one does.
 	Model string `json:"model"`
 	// APIKeyEnv names the environment variable holding the API key. The key
 	// itself is never accepted in a config file.

@@ -127,3 +127,21 @@ func TestConsecutiveConnectionFailures(t *testing.T) {
 		t.Error("max_connection_failures = -1 accepted")
 	}
 }
+
+// Requests their callers gave up on (an interruption, another row of the
+// same model ending) say nothing of the server: they do not count towards
+// max_connection_failures, and the next request without an answer fails
+// alone.
+func TestCancelledRequestsAreNotConnectionFailures(t *testing.T) {
+	c := newTestClient(t, deadURL(t), map[string]any{"max_retries": 0, "max_connection_failures": 2})
+	for range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := c.Generate(ctx, chat("x")); err == nil {
+			t.Fatal("a cancelled request succeeded")
+		}
+	}
+	if _, err := c.Generate(context.Background(), chat("x")); !sdk.IsRetryable(err) {
+		t.Fatalf("the first unanswered request after 3 cancelled ones: %v, want the sample's retryable error", err)
+	}
+}

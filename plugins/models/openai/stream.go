@@ -163,7 +163,7 @@ func (c *Client) generateStream(ctx context.Context, body *request) (*sdk.Genera
 		return nil
 	})
 	if err != nil {
-		return nil, c.classify(err)
+		return nil, c.classify(ctx, err)
 	}
 	c.answered.Store(true)
 	c.connFails.Store(0)

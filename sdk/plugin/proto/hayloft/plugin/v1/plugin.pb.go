@@ -599,7 +599,11 @@ type ConfigureResponse struct {
 	// first form, so a host uses them only where they are understood:
 	// "calls.score_batch" (ScoreBatch calls on the Calls stream),
 	// "score_batch.packed" (ScoreBatchRequest.packed).
-	Features      []string `protobuf:"bytes,5,rep,name=features,proto3" json:"features,omitempty"`
+	Features []string `protobuf:"bytes,5,rep,name=features,proto3" json:"features,omitempty"`
+	// The model a model component answers as, once provisioned, when it
+	// learned it then (sdk.ServedModeler: the first one a server lists, when
+	// the config names none); empty otherwise.
+	ServedModel   string `protobuf:"bytes,6,opt,name=served_model,json=servedModel,proto3" json:"served_model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -667,6 +671,13 @@ func (x *ConfigureResponse) GetFeatures() []string {
 		return x.Features
 	}
 	return nil
+}
+
+func (x *ConfigureResponse) GetServedModel() string {
+	if x != nil {
+		return x.ServedModel
+	}
+	return ""
 }
 
 type ValidateRequest struct {
@@ -2779,14 +2790,15 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x12\x1d\n" +
 	"\n" +
 	"check_only\x18\x05 \x01(\bR\tcheckOnly\x12'\n" +
-	"\x0fembedding_cache\x18\x06 \x01(\rR\x0eembeddingCache\"\xb7\x01\n" +
+	"\x0fembedding_cache\x18\x06 \x01(\rR\x0eembeddingCache\"\xda\x01\n" +
 	"\x11ConfigureResponse\x12\x1f\n" +
 	"\vplugin_name\x18\x01 \x01(\tR\n" +
 	"pluginName\x12%\n" +
 	"\x0eplugin_version\x18\x02 \x01(\tR\rpluginVersion\x12\x1a\n" +
 	"\bprotocol\x18\x03 \x01(\tR\bprotocol\x12\"\n" +
 	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\x12\x1a\n" +
-	"\bfeatures\x18\x05 \x03(\tR\bfeatures\"\x11\n" +
+	"\bfeatures\x18\x05 \x03(\tR\bfeatures\x12!\n" +
+	"\fserved_model\x18\x06 \x01(\tR\vservedModel\"\x11\n" +
 	"\x0fValidateRequest\"\x12\n" +
 	"\x10ValidateResponse\"\x0e\n" +
 	"\fCloseRequest\"\x0f\n" +
