@@ -268,6 +268,15 @@ type ServedModeler interface {
 	ServedModel() string
 }
 
+// TransportOptioner is an optional Model interface: the names of the
+// model's options that change how a request travels (its timeout, its
+// retries, the connection) but never the answer. The kernel leaves them
+// out of the model's cache identity, so that raising a timeout after a run
+// that timed out asks again only for what was not answered.
+type TransportOptioner interface {
+	TransportOptions() []string
+}
+
 // Tokenizer is an optional Model interface: a model that can count its own
 // tokens (through a server's /tokenize endpoint, say).
 type Tokenizer interface {

@@ -191,13 +191,14 @@ func (c *component) do(ctx context.Context, f func(x any) error) error {
 func (c *component) info() plugin.Info {
 	if c.inproc != nil {
 		return plugin.Info{
-			Kind:         c.kind,
-			Name:         c.name,
-			Plugin:       BuiltinPlugin,
-			Version:      c.host.opts.Builtin.Version,
-			Protocol:     plugin.Protocol,
-			Capabilities: plugin.Capabilities(c.inproc),
-			ServedModel:  plugin.ServedModel(c.inproc),
+			Kind:             c.kind,
+			Name:             c.name,
+			Plugin:           BuiltinPlugin,
+			Version:          c.host.opts.Builtin.Version,
+			Protocol:         plugin.Protocol,
+			Capabilities:     plugin.Capabilities(c.inproc),
+			ServedModel:      plugin.ServedModel(c.inproc),
+			TransportOptions: plugin.TransportOptions(c.inproc),
 		}
 	}
 	c.mu.Lock()
@@ -358,6 +359,7 @@ func (m *Model) Validate(ctx context.Context) error { return m.c.validate(ctx) }
 func (m *Model) Info() plugin.Info                  { return m.c.info() }
 func (m *Model) Origin() sdk.Origin                 { return m.c.origin() }
 func (m *Model) ServedModel() string                { return m.c.info().ServedModel }
+func (m *Model) TransportOptions() []string         { return m.c.info().TransportOptions }
 func (m *Model) ReadsSample() bool                  { return m.c.info().Has(plugin.CapSample) }
 func (m *Model) Close() error                       { return m.c.close() }
 

@@ -163,3 +163,32 @@ func TestServedModelIsPartOfTheKey(t *testing.T) {
 		t.Errorf("server now serves model-b, yet it was asked %d times and %d of 5 answers came from model-a's journal", got, res.Evals[0].Cached)
 	}
 }
+
+// Resuming after raising the timeout or the retries (the obvious reaction
+// to a run whose server timed out) asks nothing already answered: the
+// openai model names them as transport options, out of the cache key. An
+// option that changes answers (extra_body here) still asks again.
+func TestTransportOptionsKeepTheCache(t *testing.T) {
+	srv := openaitest.NewServer(openaitest.Options{})
+	defer srv.Close()
+	f := newFixture(t, 10, nil)
+	f.set.RegisterModel("openai", openai.New)
+	const chat = "/v1/chat/completions"
+	for _, tc := range []struct {
+		attrs string
+		asked int // more requests than before
+	}{
+		{`model = "fake-model"` + "\n" + `timeout = "30s"`, 10},
+		{`model = "fake-model"` + "\n" + `timeout = "90s"` + "\n" + `max_retries = 7` + "\n" + `retry_backoff = "2s"` + "\n" + `stream = "off"` + "\n" + `transport = "net/http"`, 0},
+		{`model = "fake-model"` + "\n" + `extra_body = { top_k = 3 }`, 10},
+	} {
+		before := srv.Requests(chat)
+		res, err := f.run(t, context.Background(), openAIConfig(srv.BaseURL(), tc.attrs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Requests(chat) - before; got != tc.asked {
+			t.Errorf("%q: asked %d, want %d (cached %d of 10)", tc.attrs, got, tc.asked, res.Evals[0].Cached)
+		}
+	}
+}

@@ -69,6 +69,13 @@ func newModelHandle(ctx context.Context, comp *config.Component, m sdk.Model) (*
 	if extra == nil {
 		extra = map[string]any{}
 	}
+	if t, ok := m.(sdk.TransportOptioner); ok {
+		// What only changes how a request travels (a timeout, retries)
+		// changes no answer: the cache holds across it.
+		for _, name := range t.TransportOptions() {
+			delete(extra, name)
+		}
+	}
 	if reads {
 		extra[store.UsesSample] = true
 	}

@@ -30,6 +30,9 @@ type Info struct {
 	// ServedModel is the model a model component answers as, when it said
 	// so once provisioned (sdk.ServedModeler); "" otherwise.
 	ServedModel string
+	// TransportOptions are a model component's options that never change
+	// an answer (sdk.TransportOptioner).
+	TransportOptions []string
 }
 
 // Has reports whether the component implements the optional interface cap.
@@ -91,14 +94,15 @@ func configure(ctx context.Context, conn grpc.ClientConnInterface, req *pb.Confi
 		return nil, fmt.Errorf("plugin %q speaks %s, this hayloft speaks %s", resp.GetPluginName(), resp.GetProtocol(), Protocol)
 	}
 	r.info = Info{
-		Kind:         kind,
-		Name:         name,
-		Plugin:       resp.GetPluginName(),
-		Version:      resp.GetPluginVersion(),
-		Protocol:     resp.GetProtocol(),
-		Capabilities: resp.GetCapabilities(),
-		Features:     resp.GetFeatures(),
-		ServedModel:  resp.GetServedModel(),
+		Kind:             kind,
+		Name:             name,
+		Plugin:           resp.GetPluginName(),
+		Version:          resp.GetPluginVersion(),
+		Protocol:         resp.GetProtocol(),
+		Capabilities:     resp.GetCapabilities(),
+		Features:         resp.GetFeatures(),
+		ServedModel:      resp.GetServedModel(),
+		TransportOptions: resp.GetTransportOptions(),
 	}
 	switch kind {
 	case sdk.KindTask:
@@ -146,6 +150,10 @@ func (r *remote) Close() error {
 // ServedModel is the model the remote model answers as, when it said so
 // (sdk.ServedModeler).
 func (m *ModelClient) ServedModel() string { return m.info.ServedModel }
+
+// TransportOptions are the remote model's options that never change an
+// answer (sdk.TransportOptioner).
+func (m *ModelClient) TransportOptions() []string { return m.info.TransportOptions }
 
 // TaskClient is a remote sdk.Task.
 type TaskClient struct {

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"net"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -439,32 +440,41 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// servedModel answers as a model it found out about (sdk.ServedModeler).
+// servedModel answers as a model it found out about (sdk.ServedModeler)
+// and names the options that never change its answers
+// (sdk.TransportOptioner).
 type servedModel struct {
 	sdk.Model
 	served string
 }
 
-func (m servedModel) ServedModel() string { return m.served }
+func (m servedModel) ServedModel() string        { return m.served }
+func (m servedModel) TransportOptions() []string { return []string{"timeout", "max_retries"} }
 
-// The model a plugin's model found out it answers as reaches the host with
-// the component, for the kernel's cache key; a model that does not say
-// has none.
-func TestServedModelCrossesTheWire(t *testing.T) {
+// What a plugin's model says of its identity reaches the host with the
+// component, for the kernel's cache key: the model it found out it answers
+// as, and its options that never change an answer. A model that does not
+// say has neither.
+func TestModelIdentityCrossesTheWire(t *testing.T) {
 	for _, tc := range []struct {
-		model sdk.Model
-		want  string
+		model     sdk.Model
+		served    string
+		transport []string
 	}{
-		{servedModel{newMuxModel(), "served-7b"}, "served-7b"},
-		{newMuxModel(), ""},
+		{servedModel{newMuxModel(), "served-7b"}, "served-7b", []string{"timeout", "max_retries"}},
+		{newMuxModel(), "", nil},
 	} {
 		set := sdk.NewSet("modeltest", "1.0.0")
 		set.RegisterModel("m", func(context.Context, sdk.Options) (sdk.Model, error) { return tc.model, nil })
 		conn, _ := serve(t, set, false)
 		mc := configureT[*ModelClient](t, conn, sdk.KindModel, "m")
 		var _ sdk.ServedModeler = mc
-		if got := mc.ServedModel(); got != tc.want {
-			t.Errorf("ServedModel = %q, want %q", got, tc.want)
+		var _ sdk.TransportOptioner = mc
+		if got := mc.ServedModel(); got != tc.served {
+			t.Errorf("ServedModel = %q, want %q", got, tc.served)
+		}
+		if got := mc.TransportOptions(); !slices.Equal(got, tc.transport) {
+			t.Errorf("TransportOptions = %q, want %q", got, tc.transport)
 		}
 	}
 }

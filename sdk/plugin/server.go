@@ -161,13 +161,23 @@ func (l lifecycleServer) Configure(ctx context.Context, req *pb.ConfigureRequest
 	s.comp, s.ckind, s.cacheConn = c, kind, cacheConn
 	s.logger.Debug("configured", "kind", kind, "name", name)
 	return &pb.ConfigureResponse{
-		PluginName:    s.set.Name,
-		PluginVersion: s.set.Version,
-		Protocol:      proto,
-		Capabilities:  Capabilities(c),
-		Features:      servedFeatures,
-		ServedModel:   ServedModel(c),
+		PluginName:       s.set.Name,
+		PluginVersion:    s.set.Version,
+		Protocol:         proto,
+		Capabilities:     Capabilities(c),
+		Features:         servedFeatures,
+		ServedModel:      ServedModel(c),
+		TransportOptions: TransportOptions(c),
 	}, nil
+}
+
+// TransportOptions are c's options that never change an answer, when it
+// says (sdk.TransportOptioner), else none.
+func TransportOptions(c any) []string {
+	if t, ok := c.(sdk.TransportOptioner); ok {
+		return t.TransportOptions()
+	}
+	return nil
 }
 
 // ServedModel is the model c answers as, when it says (sdk.ServedModeler),

@@ -95,6 +95,15 @@ func (c *Client) Model() string {
 // server answers as, configured or the first it lists.
 func (c *Client) ServedModel() string { return c.Model() }
 
+// TransportOptions are the options that change how a request travels and
+// never what the server answers (sdk.TransportOptioner): raising timeout
+// after a run whose requests timed out keeps the answers journaled. The
+// tokenizer is not among them only because it is not one: what it changes
+// (the prompt fitted to the window) is in the key already.
+func (c *Client) TransportOptions() []string {
+	return []string{"timeout", "max_retries", "retry_backoff", "retry_backoff_max", "max_connection_failures", "transport", "stream"}
+}
+
 // Provision fills in the model id from /v1/models when none was configured:
 // vLLM rejects requests naming a model it does not serve, and users rarely
 // remember the exact id.

@@ -603,9 +603,13 @@ type ConfigureResponse struct {
 	// The model a model component answers as, once provisioned, when it
 	// learned it then (sdk.ServedModeler: the first one a server lists, when
 	// the config names none); empty otherwise.
-	ServedModel   string `protobuf:"bytes,6,opt,name=served_model,json=servedModel,proto3" json:"served_model,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServedModel string `protobuf:"bytes,6,opt,name=served_model,json=servedModel,proto3" json:"served_model,omitempty"`
+	// A model's options that change how a request travels but never its
+	// answer (sdk.TransportOptioner), which the host leaves out of the
+	// model's cache identity.
+	TransportOptions []string `protobuf:"bytes,7,rep,name=transport_options,json=transportOptions,proto3" json:"transport_options,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ConfigureResponse) Reset() {
@@ -678,6 +682,13 @@ func (x *ConfigureResponse) GetServedModel() string {
 		return x.ServedModel
 	}
 	return ""
+}
+
+func (x *ConfigureResponse) GetTransportOptions() []string {
+	if x != nil {
+		return x.TransportOptions
+	}
+	return nil
 }
 
 type ValidateRequest struct {
@@ -2790,7 +2801,7 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x12\x1d\n" +
 	"\n" +
 	"check_only\x18\x05 \x01(\bR\tcheckOnly\x12'\n" +
-	"\x0fembedding_cache\x18\x06 \x01(\rR\x0eembeddingCache\"\xda\x01\n" +
+	"\x0fembedding_cache\x18\x06 \x01(\rR\x0eembeddingCache\"\x87\x02\n" +
 	"\x11ConfigureResponse\x12\x1f\n" +
 	"\vplugin_name\x18\x01 \x01(\tR\n" +
 	"pluginName\x12%\n" +
@@ -2798,7 +2809,8 @@ const file_hayloft_plugin_v1_plugin_proto_rawDesc = "" +
 	"\bprotocol\x18\x03 \x01(\tR\bprotocol\x12\"\n" +
 	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\x12\x1a\n" +
 	"\bfeatures\x18\x05 \x03(\tR\bfeatures\x12!\n" +
-	"\fserved_model\x18\x06 \x01(\tR\vservedModel\"\x11\n" +
+	"\fserved_model\x18\x06 \x01(\tR\vservedModel\x12+\n" +
+	"\x11transport_options\x18\a \x03(\tR\x10transportOptions\"\x11\n" +
 	"\x0fValidateRequest\"\x12\n" +
 	"\x10ValidateResponse\"\x0e\n" +
 	"\fCloseRequest\"\x0f\n" +
