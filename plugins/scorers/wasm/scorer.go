@@ -163,7 +163,7 @@ func newScorer(ctx context.Context, cfg *config) (_ *scorer, err error) {
 		}
 		return nil, sdk.Configf("module", "%v", err)
 	}
-	if s.version, err = checkVersion(ctx, in); err != nil {
+	if s.version, err = s.checkVersion(ctx, in); err != nil {
 		in.close(ctx)
 		return nil, sdk.Configf("module", "%s: %v", cfg.Module, err)
 	}
@@ -221,9 +221,16 @@ func checkExports(m wazero.CompiledModule) error {
 }
 
 // checkVersion returns the module's ABI version, which the host must speak.
-func checkVersion(ctx context.Context, in *instance) (int32, error) {
-	res, err := in.mod.ExportedFunction(exportVersion).Call(ctx)
+// It is a guest call like any other, under the timeout: a module whose
+// version export loops must not hold the host's start for ever.
+func (s *scorer) checkVersion(ctx context.Context, in *instance) (int32, error) {
+	callCtx, cancel := s.callContext(ctx)
+	defer cancel()
+	res, err := in.mod.ExportedFunction(exportVersion).Call(callCtx)
 	if err != nil {
+		if timedOut(callCtx) {
+			return 0, fmt.Errorf("%s did not return within the timeout (%v)", exportVersion, s.cfg.timeout)
+		}
 		return 0, fmt.Errorf("%s: %w", exportVersion, err)
 	}
 	v := int32(res[0])
@@ -359,6 +366,11 @@ func (s *scorer) run(ctx context.Context, export string, input []byte) ([]byte, 
 	case err != nil:
 		s.discard(in)
 		return nil, err
+	case in.mod.IsClosed():
+		// An unmetered module is closed by wazero when its call's context
+		// ends, which can happen just as the call returns: the answer
+		// stands, the instance goes.
+		s.discard(in)
 	case s.cfg.FreshInstance:
 		in.close(context.Background())
 		<-s.slots

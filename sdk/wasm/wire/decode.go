@@ -15,12 +15,28 @@ import (
 var errShort = errors.New("truncated")
 
 // decoder reads values from b. Every length and count is checked against
-// the bytes left before anything is allocated for it, so a hostile encoder
-// can make a decode fail but not make it allocate more than its input.
+// the bytes left before anything is allocated for it, and the containers
+// that nest (arrays and objects of any values) are sized by their declared
+// counts only while the counts sized so far total no more elements than b
+// has bytes (presized): beyond, they grow as their elements decode. Sized
+// by every count, each of 63 nested levels could claim every byte left, all
+// alive at once, some 1,000 times the input. A hostile encoder can make a
+// decode fail, but not make it allocate more than a small multiple of its
+// input.
 type decoder struct {
 	b     []byte
 	off   int
 	depth int
+	// presized counts the elements containers were sized for in advance.
+	presized int
+}
+
+// presize is how many of a container's n declared elements to size it for
+// in advance (see decoder).
+func (d *decoder) presize(n int) int {
+	k := min(n, len(d.b)-d.presized)
+	d.presized += k
+	return k
 }
 
 func (d *decoder) more() bool { return d.off < len(d.b) }
@@ -244,7 +260,7 @@ func (d *decoder) rawObject() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]any, n)
+	m := make(map[string]any, d.presize(n))
 	for range n {
 		k, err := d.rawString()
 		if err != nil {
@@ -283,11 +299,13 @@ func (d *decoder) value() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		a := make([]any, n)
-		for i := range a {
-			if a[i], err = d.value(); err != nil {
+		a := make([]any, 0, d.presize(n))
+		for i := range n {
+			v, err := d.value()
+			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
+			a = append(a, v)
 		}
 		return a, nil
 	case TagObject:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -219,4 +220,39 @@ func FuzzDecodeInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _ = DecodeInput(b)
 	})
+}
+
+// A hostile output whose nested arrays each claim every byte left makes a
+// decode allocate a small multiple of its length, as a flat array of nulls
+// does (16 bytes an element, and room to grow), not that times its depth:
+// sized by every level's count, 63 levels took some 1,000 times the input.
+// (The nested one fails, truncated, once its innermost array has taken
+// every null.)
+func TestNestedCountsDoNotMultiplyAllocation(t *testing.T) {
+	const n = 256 << 10
+	header := []byte{OutDetails, TagObject, 1, 0, 0, 0, 1, 0, 0, 0, 'k'}
+	nested := append([]byte(nil), header...)
+	for range MaxDepth - 1 {
+		nested = append(nested, TagArray, 0, 0, 0, 0)
+		binary.LittleEndian.PutUint32(nested[len(nested)-4:], uint32(n-len(nested)))
+	}
+	nested = append(nested, make([]byte, n-len(nested))...)
+	flat := append(append([]byte(nil), header...), TagArray, 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(flat[len(flat)-4:], uint32(n-len(flat)))
+	flat = append(flat, make([]byte, n-len(flat))...)
+	allocated := func(b []byte, wantErr bool) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if _, err := DecodeOutput(b); (err != nil) != wantErr {
+			t.Fatalf("decode: %v", err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	a, f := allocated(nested, true), allocated(flat, false)
+	t.Logf("%d KiB: nested %d KiB, flat %d KiB", n>>10, a>>10, f>>10)
+	if a > 200*n || f > 200*n {
+		t.Errorf("nested arrays allocated %d KiB for %d KiB of output, a flat array %d KiB: the declared counts of each level are allocated", a>>10, n>>10, f>>10)
+	}
 }
