@@ -80,29 +80,31 @@ func (c *crashTask) CountSamples(_ context.Context, req *sdk.SamplesRequest) (in
 	return c.N, nil
 }
 
-type crashModel struct {
+// crashPoint crashes its process on the CrashOnCall-th call (once: see
+// crashOnce).
+type crashPoint struct {
 	CrashOnCall int64  `json:"crash_on_call"`
 	Marker      string `json:"marker"`
 	calls       atomic.Int64
 }
 
-func (m *crashModel) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
-	if n := m.calls.Add(1); m.CrashOnCall > 0 && n == m.CrashOnCall {
-		crashOnce(m.Marker)
+func (p *crashPoint) call() {
+	if n := p.calls.Add(1); p.CrashOnCall > 0 && n == p.CrashOnCall {
+		crashOnce(p.Marker)
 	}
+}
+
+type crashModel struct{ crashPoint }
+
+func (m *crashModel) Generate(_ context.Context, req *sdk.GenerateRequest) (*sdk.GenerateResponse, error) {
+	m.call()
 	return &sdk.GenerateResponse{Text: "a" + req.Sample.ID, FinishReason: "stop"}, nil
 }
 
-type crashScorer struct {
-	CrashOnCall int64  `json:"crash_on_call"`
-	Marker      string `json:"marker"`
-	calls       atomic.Int64
-}
+type crashScorer struct{ crashPoint }
 
 func (s *crashScorer) Score(_ context.Context, req *sdk.ScoreRequest) (*sdk.ScoreResponse, error) {
-	if n := s.calls.Add(1); s.CrashOnCall > 0 && n == s.CrashOnCall {
-		crashOnce(s.Marker)
-	}
+	s.call()
 	v := 0.0
 	if len(req.Sample.Targets) > 0 && req.Prediction == req.Sample.Targets[0] {
 		v = 1

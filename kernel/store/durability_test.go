@@ -22,11 +22,7 @@ func TestReplayReadsProgressUnderLock(t *testing.T) {
 		t.Skip("timing")
 	}
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "j.db")
-	a, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, path := openAt(t)
 	a.fmu.Lock()
 	a.feedWait = time.Hour
 	a.fmu.Unlock()
@@ -93,11 +89,7 @@ func TestReplayReadsProgressUnderLock(t *testing.T) {
 // log.
 func TestFeedErrorClearedByLaterFeed(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openAt(t)
 	raw := rawDB(t, path)
 	for _, q := range []string{
 		`CREATE TABLE fail_once (x)`,
@@ -139,11 +131,7 @@ func TestDropFailureDoesNotRefeed(t *testing.T) {
 		t.Skip("writes 64 MB")
 	}
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openAt(t)
 	raw := rawDB(t, path)
 	if _, err := raw.Exec(`CREATE TRIGGER fail_drop BEFORE DELETE ON journal_logs BEGIN SELECT RAISE(ABORT, 'busy'); END`); err != nil {
 		t.Fatal(err)
@@ -238,4 +226,16 @@ func TestWALSyncedBeforeWhatDependsOnIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openAt opens a fresh journal and returns it with its path; the test
+// closes it.
+func openAt(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, path
 }

@@ -161,7 +161,10 @@ func appendU32(b []byte, v uint32) []byte {
 	return append(b, byte(v))
 }
 
-func appendS32(b []byte, v int32) []byte {
+func appendS32(b []byte, v int32) []byte { return appendSLEB(b, v) }
+
+// appendSLEB appends v in signed LEB128, as i32.const and i64.const take it.
+func appendSLEB[T int32 | int64](b []byte, v T) []byte {
 	for {
 		c := byte(v & 0x7F)
 		v >>= 7

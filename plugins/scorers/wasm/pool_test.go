@@ -32,20 +32,8 @@ type rawABI struct {
 	init    []byte // code of _initialize, () -> (); none if nil
 }
 
-func sleb64(v int64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7F)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
 func i32c(v int32) []byte { return appendS32([]byte{0x41}, v) }
-func i64c(v int64) []byte { return cat([]byte{0x42}, sleb64(v)) }
+func i64c(v int64) []byte { return appendSLEB([]byte{0x42}, v) }
 
 func (m rawABI) bytes() []byte {
 	if m.version == nil {
