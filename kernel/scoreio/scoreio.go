@@ -153,6 +153,9 @@ type item struct {
 	sample sdk.Sample
 	res    plugin.ScoreResult
 	err    error // the line's own error (parse or score), without "line N"
+	// unread is a key of a line without targets that looks like them
+	// ("target"), for the error of a scorer that wants targets.
+	unread string
 }
 
 // batch is a run of lines scored together; done closes when every item has
@@ -490,6 +493,13 @@ func (it *item) parse(slab *[]field, aggregate bool) error {
 		if err := setReferences(sample, references); err != nil {
 			return err
 		}
+	} else if len(sample.Targets) == 0 {
+		for _, f := range fields {
+			if looksLikeReferences(f.key) {
+				it.unread = f.key
+				break
+			}
+		}
 	}
 	if sample.ID == "" {
 		sample.ID = "line " + strconv.Itoa(it.lineNo)
@@ -498,6 +508,16 @@ func (it *item) parse(slab *[]field, aggregate bool) error {
 	// else it is written as one object, which a plugin may send whole.
 	it.req = sdk.ScoreRequest{Sample: sample, Prediction: pred, ForAggregate: aggregate, ScoreObject: !aggregate}
 	return nil
+}
+
+// looksLikeReferences reports whether key is one a line may name its
+// targets by that is not read ("references" is).
+func looksLikeReferences(key string) bool {
+	switch key {
+	case "reference", "refs", "target", "targets", "answer", "answers", "gold", "ground_truth", "expected":
+		return true
+	}
+	return false
 }
 
 // unmarshalString is json.Unmarshal into a string, in a function of its
@@ -582,6 +602,10 @@ func scoreBatch(ctx context.Context, sc sdk.Scorer, b *batch) {
 
 func (it *item) setResult(r plugin.ScoreResult) {
 	switch {
+	case r.Err != nil && it.unread != "":
+		// The scorer most likely wants the targets the line names by a
+		// key that is never read: say so where the error is.
+		it.err = fmt.Errorf(`score: %w (the line's %q is not read: name the targets "references")`, r.Err, it.unread)
 	case r.Err != nil:
 		it.err = fmt.Errorf("score: %w", r.Err)
 	case r.Response == nil:

@@ -138,6 +138,8 @@ func TestBadLines(t *testing.T) {
 		{`{"prediction": "a", "references": "a"} {}`, "line 3: invalid JSON: data after the object"},
 		{`{"prediction": "a", "sample": {"targetz": ["a"]}}`, `line 3: sample: json: unknown field "targetz"`},
 		{`{"prediction": "a"}`, `line 3: score: exact: sample "line 3" has no targets`},
+		{`{"prediction": "a", "target": "a"}`, `line 3: score: exact: sample "line 3" has no targets (the line's "target" is not read: name the targets "references")`},
+		{`{"prediction": "a", "answers": ["a"], "id": 3}`, `line 3: score: exact: sample "line 3" has no targets (the line's "answers" is not read`},
 		{`{"prediction": "a", "references": "a", "score": 1}`, `line 3: score: the input already has a "score" field`},
 		{`{"prediction": "a", "prediction": "b", "references": "a"}`, "line 3: prediction: duplicate field"},
 	} {
