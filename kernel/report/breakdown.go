@@ -57,7 +57,7 @@ func breakdown(ctx context.Context, st *store.Store, runID string, e store.EvalI
 		var a *acc
 		k := key{b.Depth, b.Key, b.Scorer}
 		if b.Depth {
-			k.k = math.Round(b.Key*1000) / 1000
+			k.k = DepthKey(b.Key)
 			a = accFor(depths, k.k)
 		} else {
 			a = accFor(lengths, int(b.Key))
@@ -71,6 +71,12 @@ func breakdown(ctx context.Context, st *store.Store, runID string, e store.EvalI
 	byDepth = buckets(depths, func(b *Bucket, k float64) { b.Depth = &k })
 	return byLength, byDepth, nil
 }
+
+// DepthKey is the bucket of a depth (a fraction): rounded to 1e-5, the
+// 3 decimals of a percent the NIAH spec rounds sigmoid depths to, so that
+// float noise does not split a depth and distinct asked depths stay apart
+// (rounded to 0.001, six of a 150-depth sigmoid grid's merged).
+func DepthKey(d float64) float64 { return math.Round(d*1e5) / 1e5 }
 
 func bucket(a *acc) *Bucket {
 	b := &Bucket{N: a.n, Metrics: map[string]float64{}}
@@ -125,7 +131,7 @@ func grid(ctx context.Context, st *store.Store, runID string, e store.EvalInfo) 
 	}
 	samples := map[key]int{}
 	for _, g := range sums {
-		c := cell{g.Length, math.Round(g.Depth*1000) / 1000}
+		c := cell{g.Length, DepthKey(g.Depth)}
 		a := accFor(cells, c)
 		k := key{c, g.Scorer}
 		samples[k] += g.Samples

@@ -37,7 +37,9 @@ func (r *Runner) aggregate(ctx context.Context, rw *row, scorers []scorerHandle)
 		}
 		if err != nil {
 			r.log.Error("aggregate", "scorer", sh.ref, "error", err)
-			rw.res.Metrics[sh.ref] = &store.Metric{N: len(scores), Details: map[string]any{"error": err.Error()}}
+			// No value and no count: a report shows it missing, with its
+			// error, never as a score of 0.
+			rw.res.Metrics[sh.ref] = &store.Metric{Details: map[string]any{"error": err.Error()}}
 			continue
 		}
 		rw.res.Metrics[sh.ref] = m

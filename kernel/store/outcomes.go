@@ -140,6 +140,12 @@ func (s *Store) Metrics(ctx context.Context, runID, evalName string) (map[string
 				return nil, fmt.Errorf("metrics of %s/%s: scorer %s: details: %w", runID, evalName, scorer, err)
 			}
 		}
+		if _, failed := m.Details["error"]; failed {
+			// An aggregate that failed has no value: its 0 is not a score,
+			// and every report shows a metric of no samples as missing.
+			// Journals before the runner wrote N 0 for it hold the count.
+			m.N = 0
+		}
 		out[scorer] = &m
 	}
 	if err := rows.Err(); err != nil {

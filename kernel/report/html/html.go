@@ -394,9 +394,11 @@ func (p *page) ablation() {
 			p.raw(`<section id="ablation"><h2>Retrieval ablation</h2><p class="note">Δ is each metric minus the full-context row of the same eval and model.</p>`)
 			started = true
 		}
+		// The full-context row, unless it failed: as the summary, a row
+		// that ended in an error is no control to take Δ from.
 		var control *journal.Eval
 		for _, ev := range evs {
-			if ev.Retriever == "" {
+			if ev.Retriever == "" && ev.Outcome.Error == "" {
 				control = ev
 			}
 		}
@@ -415,7 +417,7 @@ func (p *page) ablation() {
 					continue
 				}
 				d := report.Missing
-				if control != nil && control != ev && i < len(control.Metrics) && control.Metrics[i].N > 0 {
+				if control != nil && control != ev && ev.Outcome.Error == "" && i < len(control.Metrics) && control.Metrics[i].N > 0 {
 					d = fmt.Sprintf("%+.3f", m.Value-control.Metrics[i].Value)
 				}
 				p.printf(`<td class="num">%.3f</td><td class="num delta">%s</td>`, m.Value, d)

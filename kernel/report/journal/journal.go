@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -532,7 +531,7 @@ func GridPoint(tokens int, depth float64, grid *sdk.GridPoint) (int, float64) {
 		length, depth = grid.Length, grid.Depth
 	}
 	if depth >= 0 {
-		depth = math.Round(depth*1000) / 1000
+		depth = report.DepthKey(depth)
 	} else {
 		depth = -1
 	}

@@ -322,6 +322,12 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 		}
 		scenario, lang, sub := detailString(sc.Details, "scenario"), detailString(sc.Details, "language"), detailString(sc.Details, "subtask")
 		st, ok := task.Lookup(scenario, sub)
+		if !ok && sc.Invalid {
+			// A sample the scorer could not score at all (the runner's
+			// record of its error carries no subtask): invalid, as any.
+			invalid++
+			continue
+		}
 		if !ok {
 			return nil, fmt.Errorf("%s: score %d: no XLBench subtask in its details", Name, i)
 		}
