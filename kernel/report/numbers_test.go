@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,15 +35,7 @@ func sigmoidDepths(n int) []float64 {
 // its own (rounded to 0.001 as a fraction, six of them merged).
 func TestSigmoidDepthsKeepTheirOwnBuckets(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "j.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	run, err := st.BeginRun(ctx, store.RunInfo{ConfigPath: "niah.hcl"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, run := newRun(t, "niah.hcl")
 	name := "niah/model.m/none"
 	if err := st.PutEval(ctx, run, store.EvalInfo{Name: name, Eval: "niah", Task: "task.niah.t", Model: "model.m", Scorers: []string{"niah"}}); err != nil {
 		t.Fatal(err)
@@ -65,16 +56,7 @@ func TestSigmoidDepthsKeepTheirOwnBuckets(t *testing.T) {
 			seq++
 		}
 	}
-	if err := st.FinishEval(ctx, run, name, store.Outcome{Samples: seq}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.FinishRun(ctx, run, store.StatusDone); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Load(ctx, st, run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := finishRun(t, st, run, name, store.Outcome{Samples: seq}, nil)
 	row := res.Evals[0]
 	if len(row.ByDepth) != len(distinct) {
 		var merged []string
@@ -117,21 +99,26 @@ func TestFloorShowsScoresUnderOne(t *testing.T) {
 // every aggregate comes with its sample count, invalid count and CI).
 func TestFailedAggregateIsNotAZeroScore(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "j.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	run, err := st.BeginRun(ctx, store.RunInfo{ConfigPath: "x.hcl"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, run := newRun(t, "x.hcl")
 	name := "xl/model.m/none"
 	if err := st.PutEval(ctx, run, store.EvalInfo{Name: name, Eval: "xl", Task: "task.xlbench.x", Model: "model.m", Scorers: []string{"xlbench"}}); err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]*store.Metric{"xlbench": {N: 4, Details: map[string]any{"error": "xlbench: score 3: no XLBench subtask in its details"}}}
-	if err := st.FinishEval(ctx, run, name, store.Outcome{Samples: 4}, m); err != nil {
+	res := finishRun(t, st, run, name, store.Outcome{Samples: 4}, m)
+	var b strings.Builder
+	WriteSummary(&b, res)
+	if strings.Contains(b.String(), "0.000 [0.000, 0.000]") {
+		t.Errorf("a failed aggregate is printed as a score:\n%s", b.String())
+	}
+}
+
+// finishRun finishes the one eval row name and its run, and loads the run's
+// report.
+func finishRun(t *testing.T, st *store.Store, run, name string, o store.Outcome, m map[string]*store.Metric) *Run {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.FinishEval(ctx, run, name, o, m); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.FinishRun(ctx, run, store.StatusDone); err != nil {
@@ -141,9 +128,5 @@ func TestFailedAggregateIsNotAZeroScore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	WriteSummary(&b, res)
-	if strings.Contains(b.String(), "0.000 [0.000, 0.000]") {
-		t.Errorf("a failed aggregate is printed as a score:\n%s", b.String())
-	}
+	return res
 }

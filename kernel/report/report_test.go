@@ -15,21 +15,28 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// newRun opens a fresh journal and begins a run of config in it.
+func newRun(t *testing.T, config string) (*store.Store, string) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	run, err := st.BeginRun(context.Background(), store.RunInfo{ConfigPath: config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, run
+}
+
 // journal writes a small run the way the runner does: a full-context row
 // and a retrieval row of one NIAH-like eval on a 2 × 2 grid, and a row
 // that failed before it started.
 func journal(t *testing.T) (*store.Store, string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "j.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	run, err := st.BeginRun(ctx, store.RunInfo{ConfigPath: "niah.hcl"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, run := newRun(t, "niah.hcl")
 	rows := []struct {
 		info    store.EvalInfo
 		wrong   map[int]bool // samples answered wrongly
