@@ -115,8 +115,8 @@ type Scorer interface {
 // returns (Score, or the JSON forms of it that sdk/plugin calls instead
 // when a scorer has them), it keeps nothing of the request, its sample or
 // their strings, and nothing it keeps points into them (what it returns
-// may; the caller copies that before it lets go). Whatever calls it may then give the
-// next request the same memory: the SDK's plugin server decodes each
+// may; the caller copies that before it lets go). Whatever calls it may
+// then give the next request the same memory: the SDK's plugin server decodes each
 // packed batch into the last one's arrays and cuts the strings from the
 // bytes as received, instead of one fresh copy a batch, which costs a page
 // fault per 4 KiB. A scorer that caches pieces of its input (rougel's

@@ -134,7 +134,6 @@ func (s *scorer) call(ctx context.Context, in *instance, fn api.Function, input 
 	if err := fn.CallWithStack(callCtx, in.stack[:]); err != nil {
 		return nil, s.classify(ctx, callCtx, in, name, err)
 	}
-
 	outPtr, outLen := uint32(in.stack[0]>>32), uint32(in.stack[0])
 	if int64(outLen) > s.cfg.MaxOutputBytes {
 		return nil, &sdk.RequestError{Code: CodeOutputTooLarge,
