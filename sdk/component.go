@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 )
@@ -171,8 +172,9 @@ type ScoreResponse struct {
 }
 
 // Aggregator is an optional Scorer interface for metrics whose corpus value is
-// not the mean of sample values (corpus BLEU). Without it the kernel reports
-// the mean of valid values.
+// not the mean of sample values (corpus BLEU), or whose aggregate says more
+// than the mean does (an error metric's LowerIsBetterKey, tables). Without
+// it the kernel reports the mean of valid values.
 type Aggregator interface {
 	Aggregate(ctx context.Context, req *AggregateRequest) (*AggregateResponse, error)
 }
@@ -200,6 +202,65 @@ type AggregateResponse struct {
 	CILow   float64        `json:"ci_low"`
 	CIHigh  float64        `json:"ci_high"`
 	Details map[string]any `json:"details,omitempty"`
+}
+
+// NoValueKey is the Details key under which a scorer says why its aggregate
+// has no single value: its counts and tables stand, but any one number
+// would break its benchmark's rules (XLBench's means are never pooled
+// across languages, so a row with two languages has two means and no
+// value). Value, CILow and CIHigh are then meaningless: reports show the
+// value as missing, JSON writes them as null, and nothing compares them.
+const NoValueKey = "no_value"
+
+// LowerIsBetterKey is the Details key (value true) of an aggregate whose
+// metric is an error (MAE): comparisons count a lower value as better.
+const LowerIsBetterKey = "lower_is_better"
+
+// LowerIsBetter reports whether details mark an error metric
+// (LowerIsBetterKey).
+func LowerIsBetter(details map[string]any) bool {
+	b, _ := details[LowerIsBetterKey].(bool)
+	return b
+}
+
+// WithoutValue marks details (allocated when nil) as an aggregate with no
+// single value, for reason (see NoValueKey).
+func WithoutValue(details map[string]any, reason string) map[string]any {
+	if details == nil {
+		details = map[string]any{}
+	}
+	details[NoValueKey] = reason
+	return details
+}
+
+// HasValue reports whether r has a single value to show: not when its
+// aggregate failed (N is 0) nor when its scorer declined one (NoValueKey).
+func (r *AggregateResponse) HasValue() bool {
+	return r != nil && r.N > 0 && !NoValue(r.Details)
+}
+
+// NoValue reports whether details carry NoValueKey.
+func NoValue(details map[string]any) bool {
+	_, ok := details[NoValueKey]
+	return ok
+}
+
+// MarshalJSON writes Value, CILow and CIHigh as null when r has no value,
+// so that a script reading the JSON cannot take a failed or declined
+// aggregate's zero for a score.
+func (r AggregateResponse) MarshalJSON() ([]byte, error) {
+	type plain AggregateResponse
+	if r.HasValue() {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		Value   *float64       `json:"value"`
+		N       int            `json:"n"`
+		Invalid int            `json:"invalid"`
+		CILow   *float64       `json:"ci_low"`
+		CIHigh  *float64       `json:"ci_high"`
+		Details map[string]any `json:"details,omitempty"`
+	}{N: r.N, Invalid: r.Invalid, Details: r.Details})
 }
 
 // Retriever replaces a sample's context with the parts relevant to its

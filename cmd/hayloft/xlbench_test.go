@@ -157,5 +157,10 @@ func TestXLBenchExample(t *testing.T) {
 		if ev.Name == "xlbench" && (ev.Samples != 120 || tables[0].ID != "xlbench.fiction.en") {
 			t.Fatalf("%s/%s: %d samples, first table %s", ev.Name, ev.Retriever, ev.Samples, tables[0].ID)
 		}
+		// Every row holds more than one scenario and language, whose means
+		// the spec never pools: no one value, and the JSON says null.
+		if m.HasValue() || m.Details[sdk.NoValueKey] == nil {
+			t.Errorf("%s/%s: value %v, want none (means %v)", ev.Name, ev.Retriever, m.Value, m.Details["means"])
+		}
 	}
 }

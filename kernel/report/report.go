@@ -184,7 +184,7 @@ func addDeltas(rows []*Row) {
 				continue
 			}
 			for name, m := range r.Metrics {
-				if b := base.Metrics[name]; b != nil && b.N > 0 && m.N > 0 {
+				if b := base.Metrics[name]; b.HasValue() && m.HasValue() {
 					if r.Delta == nil {
 						r.Delta = map[string]float64{}
 					}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/hayloft/hayloft/sdk"
 )
 
 // WriteSummary writes the summary at DefaultWidth.
@@ -42,6 +44,9 @@ func WriteSummaryWidth(w io.Writer, res *Run, width int) {
 				continue
 			}
 			sm := SummaryMetric{Scorer: name, Value: m.Value, CILow: m.CILow, CIHigh: m.CIHigh, N: m.N, Invalid: m.Invalid}
+			if sdk.NoValue(m.Details) {
+				sm.NoValue = fmt.Sprint(m.Details[sdk.NoValueKey])
+			}
 			if d, ok := ev.Delta[name]; ok {
 				sm.Delta = &d
 			}

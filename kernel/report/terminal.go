@@ -29,6 +29,9 @@ type SummaryMetric struct {
 	CILow, CIHigh float64
 	N, Invalid    int
 	Delta         *float64 // against the full-context row, for a retrieval row
+	// NoValue is why the scorer gave no single value (sdk.NoValueKey);
+	// its counts and tables still stand.
+	NoValue string
 }
 
 // DefaultWidth is the terminal width the summary fits when the real one is
@@ -99,6 +102,10 @@ func evalTable(name string, rows []SummaryRow) sdk.Table {
 			}
 		}
 	}
+	// Why a scorer gave no value, once per scorer and reason: the rows it
+	// names are left out when it holds for every row.
+	noValue := map[[2]string][]string{}
+	var noValueOrder [][2]string
 	for _, r := range rows {
 		label := ShortRef(r.Model, "model.")
 		if r.Retriever != "" && r.Retriever != "none" {
@@ -118,6 +125,15 @@ func evalTable(name string, rows []SummaryRow) sdk.Table {
 			if m.N == 0 {
 				continue
 			}
+			if m.NoValue != "" {
+				cells[m.Scorer] = text(Missing)
+				k := [2]string{m.Scorer, m.NoValue}
+				if noValue[k] == nil {
+					noValueOrder = append(noValueOrder, k)
+				}
+				noValue[k] = append(noValue[k], label)
+				continue
+			}
 			s := fmt.Sprintf("%.3f [%.3f, %.3f]", m.Value, m.CILow, m.CIHigh)
 			if m.Delta != nil {
 				s += fmt.Sprintf(" Δ%+.3f", *m.Delta)
@@ -131,6 +147,13 @@ func evalTable(name string, rows []SummaryRow) sdk.Table {
 		if r.Error != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s failed: %s", label, r.Error))
 		}
+	}
+	for _, k := range noValueOrder {
+		who := ShortRef(k[0], "scorer.")
+		if labels := noValue[k]; len(labels) < len(rows) {
+			who += " (" + strings.Join(labels, "; ") + ")"
+		}
+		t.Notes = append(t.Notes, fmt.Sprintf("%s: no single value: %s", who, k[1]))
 	}
 	return t
 }

@@ -27,11 +27,21 @@ func TestWriteEvalTablesFits(t *testing.T) {
 	rag[7].Error, rag[7].Metrics = "model.openai.local: the first 3 samples all failed", nil
 	quick := []SummaryRow{{Eval: "needle", Task: "task.niah.opticks", Model: "model.baseline.extractive", Retriever: "none", Samples: 40,
 		Metrics: []SummaryMetric{{Scorer: "contains", Value: 1, CILow: 1, CIHigh: 1, N: 40}, {Scorer: "niah", Value: 1, CILow: 1, CIHigh: 1, N: 40}}}}
+	// XLBench rows of two languages have no value; its reason is noted
+	// once, naming the rows only when it does not hold for all of them.
+	var xl []SummaryRow
+	for i, retr := range []string{"none", "retriever.cosine.tokens", "retriever.cosine.langchain"} {
+		m := SummaryMetric{Scorer: "scorer.xlbench.paper", N: 80, Invalid: 3, NoValue: "the row has 2 means (fiction/en, fiction/zh)"}
+		if i == 2 {
+			m = SummaryMetric{Scorer: "scorer.xlbench.paper", Value: 0.25, CILow: 0.2, CIHigh: 0.3, N: 40}
+		}
+		xl = append(xl, SummaryRow{Eval: "xlbench", Task: "task.xlbench.zero_shot", Model: "model.baseline.extractive", Retriever: retr, Samples: 80, Metrics: []SummaryMetric{m}})
+	}
 	for _, tt := range []struct {
 		name  string
 		rows  []SummaryRow
 		width int
-	}{{"quickstart", quick, 80}, {"rag", rag, 80}, {"rag", rag, 100}} {
+	}{{"quickstart", quick, 80}, {"rag", rag, 80}, {"rag", rag, 100}, {"novalue", xl, 100}} {
 		var buf bytes.Buffer
 		if err := WriteEvalTables(&buf, tt.rows, tt.width); err != nil {
 			t.Fatal(err)

@@ -7,9 +7,11 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/hayloft/hayloft/kernel/report/journal"
+	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/stats"
 )
 
@@ -24,20 +26,32 @@ type Pair struct {
 	Metrics []*Metric `json:"metrics"`
 }
 
-// Metric is one scorer's comparison over the samples both rows scored
-// validly.
+// Metric is one scorer's comparison: the rows' own aggregates, and over the
+// samples both rows scored validly, the paired comparison of their scores.
 type Metric struct {
-	Scorer string  `json:"scorer"`
-	Shared int     `json:"shared"` // samples both rows scored validly
-	OnlyA  int     `json:"only_a"` // samples with a valid score in A alone
-	OnlyB  int     `json:"only_b"`
-	MeanA  float64 `json:"mean_a"` // over the shared samples
-	MeanB  float64 `json:"mean_b"`
-	Diff   float64 `json:"diff"` // MeanB - MeanA
-	CILow  float64 `json:"ci_low"`
-	CIHigh float64 `json:"ci_high"`
-	Better int     `json:"better"` // shared samples that scored higher in B
-	Worse  int     `json:"worse"`  // … lower in B
+	Scorer string `json:"scorer"`
+	Shared int    `json:"shared"` // samples both rows scored validly
+	OnlyA  int    `json:"only_a"` // samples with a valid score in A alone
+	OnlyB  int    `json:"only_b"`
+	// ValueA and ValueB are the rows' aggregates as their run reported
+	// them (over all of each row's samples); null where a row has none.
+	ValueA *float64 `json:"value_a"`
+	ValueB *float64 `json:"value_b"`
+	// LowerIsBetter: the metric is an error (MAE); Better and Worse count a
+	// lower score as the better one.
+	LowerIsBetter bool `json:"lower_is_better,omitempty"`
+	// NotPerSample says why the shared samples' comparison below is left
+	// out (all zero): it is about the metric only when the scorer's
+	// aggregate is the mean of its sample scores, which corpus BLEU,
+	// XLBench's subtask means or Counting-Stars' cells are not.
+	NotPerSample string  `json:"not_per_sample,omitempty"`
+	MeanA        float64 `json:"mean_a"` // over the shared samples
+	MeanB        float64 `json:"mean_b"`
+	Diff         float64 `json:"diff"` // MeanB - MeanA
+	CILow        float64 `json:"ci_low"`
+	CIHigh       float64 `json:"ci_high"`
+	Better       int     `json:"better"` // shared samples that scored better in B
+	Worse        int     `json:"worse"`  // … worse in B
 }
 
 // Compare compares row b against row a on every scorer they share.
@@ -48,9 +62,68 @@ func Compare(name string, a, b *journal.Eval, aLabel, bLabel string, seed uint64
 		if ib < 0 {
 			continue
 		}
-		p.Metrics = append(p.Metrics, metric(scorer, valid(a, ia), valid(b, ib), seed))
+		va, vb := valid(a, ia), valid(b, ib)
+		ma, mb := aggregate(a, ia), aggregate(b, ib)
+		m := metric(scorer, va, vb, seed)
+		m.ValueA, m.ValueB = value(ma), value(mb)
+		m.LowerIsBetter = sdk.LowerIsBetter(ma.Details) || sdk.LowerIsBetter(mb.Details)
+		if m.LowerIsBetter {
+			m.Better, m.Worse = m.Worse, m.Better
+		}
+		why := notMean(ma, va)
+		if why == "" {
+			why = notMean(mb, vb)
+		}
+		if why != "" {
+			*m = Metric{Scorer: m.Scorer, Shared: m.Shared, OnlyA: m.OnlyA, OnlyB: m.OnlyB,
+				ValueA: m.ValueA, ValueB: m.ValueB, LowerIsBetter: m.LowerIsBetter, NotPerSample: why}
+		}
+		p.Metrics = append(p.Metrics, m)
 	}
 	return p
+}
+
+// aggregate is row e's journaled aggregate of scorer i (zero when none).
+func aggregate(e *journal.Eval, i int) journal.Metric {
+	if i < len(e.Metrics) {
+		return e.Metrics[i]
+	}
+	return journal.Metric{}
+}
+
+func value(m journal.Metric) *float64 {
+	if !m.HasValue() {
+		return nil
+	}
+	v := m.Value
+	return &v
+}
+
+// notMean says why the mean of a row's sample scores is not its scorer's
+// aggregate, or "" when it is: the one case in which comparing sample
+// scores compares the metric. It checks the number rather than trusting a
+// scorer kind, so a mean-aggregating scorer without a declaration passes
+// and a scorer with its own aggregate does not.
+func notMean(m journal.Metric, valid map[string]float64) string {
+	switch {
+	case m.Recomputed:
+		return "" // the journal had no aggregate: it is the plain mean
+	case m.N == 0:
+		return "a row's aggregate failed, so its sample scores cannot be checked against it"
+	case sdk.NoValue(m.Details):
+		return fmt.Sprintf("the scorer gives a row no single value (%v)", m.Details[sdk.NoValueKey])
+	case len(valid) == 0:
+		return ""
+	}
+	sum := 0.0
+	for _, v := range valid {
+		sum += v
+	}
+	mean := sum / float64(len(valid))
+	if math.Abs(mean-m.Value) > 1e-9*max(1, math.Abs(m.Value)) {
+		return fmt.Sprintf("the scorer's aggregate (%.4g) is not the mean of its sample scores (%.4g); compare the aggregates, or the benchmark's own tables", m.Value, mean)
+	}
+	return ""
 }
 
 // valid is a row's valid scores of scorer i, by sample ID.

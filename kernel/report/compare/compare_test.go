@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"html"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/hayloft/hayloft/kernel/report/journal"
 	"github.com/hayloft/hayloft/kernel/report/reporttest"
 	"github.com/hayloft/hayloft/kernel/store"
+	"github.com/hayloft/hayloft/sdk"
 	"github.com/hayloft/hayloft/sdk/stats"
 )
 
@@ -139,4 +142,122 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// The shared samples' comparison is about the metric only when the
+// scorer's aggregate is the mean of its sample scores. When it is not
+// (corpus BLEU, XLBench's subtask means) or there is none, A and B are the
+// rows' own aggregates and nothing per sample is claimed; an error metric
+// counts lower scores as better.
+func TestCompareThroughTheScorersAggregate(t *testing.T) {
+	a := func(i int) float64 { return float64(i%4) / 4 }
+	b := func(i int) float64 { return float64((i+1)%4) / 4 }
+	corpus := func(rs []*sdk.ScoreResponse) *sdk.AggregateResponse {
+		// Not a mean of the values: a corpus statistic of its own.
+		v := 0.0
+		for _, r := range rs {
+			v = max(v, r.Value)
+		}
+		return &sdk.AggregateResponse{Value: v / 3, N: len(rs), CILow: v / 4, CIHigh: v}
+	}
+	declined := func(rs []*sdk.ScoreResponse) *sdk.AggregateResponse {
+		agg := stats.AggregateMean(rs, stats.DefaultSeed)
+		agg.Details = sdk.WithoutValue(nil, "two languages")
+		return agg
+	}
+	errorMetric := func(rs []*sdk.ScoreResponse) *sdk.AggregateResponse {
+		agg := stats.AggregateMean(rs, stats.DefaultSeed)
+		agg.Details = map[string]any{sdk.LowerIsBetterKey: true}
+		return agg
+	}
+	tests := []struct {
+		name          string
+		agg           func([]*sdk.ScoreResponse) *sdk.AggregateResponse
+		perSample     bool
+		valueA        *float64
+		better, worse int
+		text          string
+	}{
+		{"mean", nil, true, ptr(0.375), 30, 10, "[-0.126, +0.125]"},
+		{"own aggregate", corpus, false, ptr(0.25), 0, 0, "not the mean of its sample scores"},
+		{"no value", declined, false, nil, 0, 0, "no single value (two languages)"},
+		{"lower is better", errorMetric, true, ptr(0.375), 10, 30, "lower is better"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := open(t)
+			agg := tt.agg
+			if agg == nil {
+				agg = func(rs []*sdk.ScoreResponse) *sdk.AggregateResponse {
+					return stats.AggregateMean(rs, stats.DefaultSeed)
+				}
+			}
+			ra := loadAggregated(t, st, agg, reporttest.Eval{Base: "e", Model: "m", Scorers: []string{"exact"}, Samples: samples(0, 40, a)})
+			rb := loadAggregated(t, st, agg, reporttest.Eval{Base: "e", Model: "m", Scorers: []string{"exact"}, Samples: samples(0, 40, b)})
+			pairs, err := compare.Runs(ra, rb, stats.DefaultSeed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := pairs[0].Metrics[0]
+			if (m.NotPerSample == "") != tt.perSample {
+				t.Errorf("per sample: %q, want per sample %v", m.NotPerSample, tt.perSample)
+			}
+			if !tt.perSample && (m.MeanA != 0 || m.Diff != 0 || m.CILow != 0 || m.CIHigh != 0 || m.Better != 0 || m.Worse != 0) {
+				t.Errorf("per-sample figures of a scorer whose aggregate is not their mean: %+v", m)
+			}
+			if (m.ValueA == nil) != (tt.valueA == nil) || m.ValueA != nil && math.Abs(*m.ValueA-*tt.valueA) > 1e-12 {
+				t.Errorf("value A %v, want %v", deref(m.ValueA), deref(tt.valueA))
+			}
+			if m.Better != tt.better || m.Worse != tt.worse || m.Shared != 40 {
+				t.Errorf("shared %d better %d worse %d, want 40 %d %d", m.Shared, m.Better, m.Worse, tt.better, tt.worse)
+			}
+			var buf bytes.Buffer
+			if err := compare.WriteText(&buf, pairs); err != nil || !strings.Contains(buf.String(), tt.text) {
+				t.Errorf("text (want %q): %v\n%s", tt.text, err, buf.String())
+			}
+			buf.Reset()
+			if err := compare.WriteHTML(&buf, pairs); err != nil || !strings.Contains(buf.String(), html.EscapeString(tt.text)) {
+				t.Errorf("HTML (want %q): %v\n%s", tt.text, err, buf.String())
+			}
+		})
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// loadAggregated is load with the row's aggregate journaled as agg makes
+// it from the row's scores, as the runner journals a scorer's own.
+func loadAggregated(t *testing.T, st *store.Store, agg func([]*sdk.ScoreResponse) *sdk.AggregateResponse, ev reporttest.Eval) *journal.Run {
+	t.Helper()
+	ctx := context.Background()
+	id, err := reporttest.Write(ctx, st, reporttest.Run{ConfigPath: "c.hcl", Evals: []reporttest.Eval{ev}, Running: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores, err := st.Scores(ctx, id, ev.JournalName(), "exact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := make([]*sdk.ScoreResponse, len(scores))
+	for i, s := range scores {
+		rs[i] = s.Score
+	}
+	if err := st.FinishEval(ctx, id, ev.JournalName(), store.Outcome{Samples: len(rs)}, map[string]*store.Metric{"exact": agg(rs)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishRun(ctx, id, store.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	run, err := journal.Load(ctx, st, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
 }

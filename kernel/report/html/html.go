@@ -228,7 +228,7 @@ func identities(r *journal.Run) string {
 }
 
 func ci(m journal.Metric) string {
-	if m.N == 0 {
+	if !m.HasValue() {
 		return report.Missing
 	}
 	return fmt.Sprintf("[%.3f, %.3f]", m.CILow, m.CIHigh)
@@ -295,18 +295,26 @@ func (p *page) pending(ev *journal.Eval) bool {
 func metricsTable(ev *journal.Eval) string {
 	var b strings.Builder
 	b.WriteString(`<table class="metrics"><thead><tr><th>scorer</th><th>value</th><th>95% CI</th><th>n</th><th>invalid</th></tr></thead><tbody>`)
+	var notes []string
 	for _, m := range ev.Metrics {
 		val := report.Missing
-		if m.N > 0 {
+		switch {
+		case m.HasValue():
 			val = fmt.Sprintf("%.3f", m.Value)
 			if m.Recomputed {
 				val += "<sup>†</sup>"
 			}
+		case m.N > 0:
+			// The scorer declined one number: say why under the table.
+			notes = append(notes, fmt.Sprintf(`<p class="note">%s: no single value: %s</p>`, esc(m.Scorer), esc(fmt.Sprint(m.Details[sdk.NoValueKey]))))
 		}
 		fmt.Fprintf(&b, `<tr><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td><td class="num">%d</td></tr>`,
 			esc(m.Scorer), val, ci(m), m.N, m.Invalid)
 	}
 	b.WriteString(`</tbody></table>`)
+	for _, n := range notes {
+		b.WriteString(n)
+	}
 	return b.String()
 }
 
@@ -412,12 +420,12 @@ func (p *page) ablation() {
 			p.printf(`<tr><td>%s</td>`, esc(ev.RetrieverName()))
 			for i := range scorers {
 				m := ev.Metrics[i]
-				if m.N == 0 {
+				if !m.HasValue() {
 					p.printf(`<td class="num">%s</td><td class="num">%s</td>`, report.Missing, report.Missing)
 					continue
 				}
 				d := report.Missing
-				if control != nil && control != ev && ev.Outcome.Error == "" && i < len(control.Metrics) && control.Metrics[i].N > 0 {
+				if control != nil && control != ev && ev.Outcome.Error == "" && i < len(control.Metrics) && control.Metrics[i].HasValue() {
 					d = fmt.Sprintf("%+.3f", m.Value-control.Metrics[i].Value)
 				}
 				p.printf(`<td class="num">%.3f</td><td class="num delta">%s</td>`, m.Value, d)

@@ -79,6 +79,11 @@ type Metric struct {
 	Recomputed bool `json:"recomputed,omitempty"`
 }
 
+// HasValue reports whether m has a single value to show: not when its
+// aggregate failed (N is 0) nor when its scorer declined one
+// (sdk.NoValueKey).
+func (m Metric) HasValue() bool { return m.N > 0 && !sdk.NoValue(m.Details) }
+
 // Sample is one sample of an eval row.
 type Sample struct {
 	ID  string

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/stats"
 )
 
 // Name is the name the scorer is registered under.
@@ -95,3 +96,15 @@ func (s *Scorer) Score(ctx context.Context, req *sdk.ScoreRequest) (*sdk.ScoreRe
 		"rating": rating, "target": target, "abs_error": best,
 	}}, nil
 }
+
+// Aggregate is the mean of the valid errors, the MAE, as the kernel would
+// take it, marked lower-is-better so that comparisons count a smaller
+// error as the better one.
+func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
+	agg := stats.AggregateMean(req.Scores, stats.DefaultSeed)
+	agg.Details = map[string]any{sdk.LowerIsBetterKey: true}
+	return agg, nil
+}
+
+// AggregateReadsNoDetails: Aggregate reads values only.
+func (s *Scorer) AggregateReadsNoDetails() {}

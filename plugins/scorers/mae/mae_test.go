@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hayloft/hayloft/sdk"
+	"github.com/hayloft/hayloft/sdk/stats"
 )
 
 func TestScore(t *testing.T) {
@@ -56,5 +57,26 @@ func TestConfig(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("%v: %v, want ConfigError on %q", tc.opts, err, tc.field)
 		}
+	}
+}
+
+// The aggregate is the mean of the valid errors, as the kernel's mean
+// would be, and says that lower is better.
+func TestAggregate(t *testing.T) {
+	s, err := New(context.Background(), sdk.MustOptions(map[string]any{"min": 0, "max": 10}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores := []*sdk.ScoreResponse{{Value: 1}, {Value: 2}, {Invalid: true}, {Value: 4.5}}
+	agg, err := s.(sdk.Aggregator).Aggregate(context.Background(), &sdk.AggregateRequest{Scores: scores})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean := stats.AggregateMean(scores, stats.DefaultSeed)
+	if agg.Value != 2.5 || agg.Value != mean.Value || agg.CILow != mean.CILow || agg.CIHigh != mean.CIHigh || agg.N != 4 || agg.Invalid != 1 {
+		t.Errorf("aggregate %+v, want the kernel's mean %+v", agg, mean)
+	}
+	if !sdk.LowerIsBetter(agg.Details) {
+		t.Errorf("details %v: not marked lower-is-better", agg.Details)
 	}
 }

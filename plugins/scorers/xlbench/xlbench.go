@@ -308,8 +308,11 @@ func detailString(d map[string]any, k string) string {
 }
 
 // Aggregate computes each subtask's score and the paper's tables. Value is
-// the macro mean over subtasks of the higher-is-better metrics (MAE is left
-// out: its scale is not 0–1), with a bootstrap interval over samples.
+// the row's mean as the paper computes one, per scenario and language: the
+// macro mean over subtasks of the higher-is-better metrics (MAE is left
+// out: its scale is not 0–1), with a bootstrap interval over samples. A row
+// with more than one such mean has no value (sdk.NoValueKey): pooling them
+// would mix languages, which the paper never does.
 func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk.AggregateResponse, error) {
 	groups := map[string]*group{}
 	var order []string
@@ -371,14 +374,17 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 			macro = append(macro, k)
 		}
 	}
-	value := 0.0
-	for _, k := range macro {
-		value += *cells[k].value
+	means := s.means(groups, order, cells)
+	value, lo, hi := 0.0, 0.0, 0.0
+	if len(means) <= 1 {
+		for _, k := range macro {
+			value += *cells[k].value
+		}
+		if len(macro) > 0 {
+			value /= float64(len(macro))
+		}
+		lo, hi = s.bootstrap(ctx, groups, macro)
 	}
-	if len(macro) > 0 {
-		value /= float64(len(macro))
-	}
-	lo, hi := s.bootstrap(ctx, groups, macro)
 	label := rowLabel(variant, mode)
 	notes := func(scenario, lang string) []string {
 		return s.notes(groups, func(g *group) bool { return g.scenario == scenario && (lang == "" || g.lang == lang) }, variant, mode, layout)
@@ -392,8 +398,11 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 		"subtasks":        subtasks,
 		"metric_map":      s.metricMap(groups),
 		"implementations": s.impl,
-		"value":           "a run-line summary, not a paper number: macro mean over (scenario, language, subtask) of the 0–1 metrics (MAE excluded); interval: bootstrap over samples, recomputed the same way. The paper's means are per scenario and language: see means and the tables",
-		"means":           s.means(groups, order, cells),
+		"value":           "the row's one scenario and language: the macro mean over its subtasks of the 0–1 metrics (MAE excluded), as in means; interval: bootstrap over samples, recomputed the same way. A row of more than one scenario or language has no value: the paper's means are per scenario and language, never pooled across languages (see means and the tables)",
+		"means":           means,
+	}
+	if len(means) > 1 {
+		details = sdk.WithoutValue(details, fmt.Sprintf("the row has %d means (%s), one per scenario and language; XLBench never pools them into one number: see means and the tables", len(means), strings.Join(slices.Sorted(maps.Keys(means)), ", ")))
 	}
 	return &sdk.AggregateResponse{
 		Value: value, N: len(req.Scores), Invalid: invalid, CILow: lo, CIHigh: hi,

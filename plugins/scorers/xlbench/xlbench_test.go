@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,6 +185,17 @@ func TestOverrides(t *testing.T) {
 // through JSON as a report receives them.
 func aggregate(t *testing.T, s *xlbench.Scorer, variant string) *sdk.AggregateResponse {
 	t.Helper()
+	agg, err := s.Aggregate(context.Background(), &sdk.AggregateRequest{Scores: rowScores(t, s, variant)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agg
+}
+
+// rowScores scores a row of every scenario and language, as the journal and
+// the plugin boundary carry the scores.
+func rowScores(t *testing.T, s *xlbench.Scorer, variant string) []*sdk.ScoreResponse {
+	t.Helper()
 	type item struct {
 		scenario, subtask, lang, target, pred string
 		length                                int
@@ -215,11 +227,7 @@ func aggregate(t *testing.T, s *xlbench.Scorer, variant string) *sdk.AggregateRe
 		}
 		scores = append(scores, &back)
 	}
-	agg, err := s.Aggregate(context.Background(), &sdk.AggregateRequest{Scores: scores})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return agg
+	return scores
 }
 
 func TestTables(t *testing.T) {
@@ -274,20 +282,16 @@ func TestTables(t *testing.T) {
 	if ln := byID["xlbench.length.fiction.en"]; len(ln.Columns) != 2 || ln.Columns[0].Label != "<50K" || ln.Columns[1].Label != "100K–150K" {
 		t.Errorf("length bins %+v", ln.Columns)
 	}
-	// Value is the macro mean of the subtask cells except MAE's; its
-	// interval is computed the same way, so it brackets the value.
-	var sum float64
-	n := 0
-	for _, tb := range tables[:4] {
-		for k, c := range tb.Rows[0].Cells {
-			if k != "rating_score" {
-				sum += *c.Value
-				n++
-			}
-		}
+	// Four scenario-language means: no one value pools them (the spec's
+	// Corrections: never across languages), and JSON says so with nulls.
+	if agg.HasValue() || agg.Value != 0 || agg.CILow != 0 || agg.CIHigh != 0 {
+		t.Errorf("a row of four scenario-language means has value %v [%v, %v], want none", agg.Value, agg.CILow, agg.CIHigh)
 	}
-	if math.Abs(agg.Value-sum/float64(n)) > 1e-12 || agg.CILow > agg.Value || agg.CIHigh < agg.Value || agg.CILow == agg.CIHigh {
-		t.Errorf("value %v [%v, %v], want the macro mean %v inside a real interval", agg.Value, agg.CILow, agg.CIHigh, sum/float64(n))
+	if r, _ := agg.Details[sdk.NoValueKey].(string); !strings.Contains(r, "fiction/en, fiction/zh, law/zh, paper/en") {
+		t.Errorf("no-value reason %q, want the four means named", r)
+	}
+	if raw, _ := json.Marshal(agg); !strings.Contains(string(raw), `"value":null`) || !strings.Contains(string(raw), `"ci_low":null`) {
+		t.Errorf("JSON of a row without a value: %.120s…, want value and interval null", raw)
 	}
 	if m := agg.Details["means"].(map[string]float64); len(m) != 4 || m["fiction/zh"] != (0.8333333333333334+0)/2 {
 		t.Errorf("per scenario-language means %v", m)
@@ -327,5 +331,49 @@ func golden(t *testing.T, name, got string) {
 	}
 	if got != string(want) {
 		t.Fatalf("%s differs:\n%s", p, got)
+	}
+}
+
+// A row of one scenario and language has the paper's mean for it as its
+// value, with an interval computed the same way; two languages of one
+// scenario (Fiction-EN and Fiction-ZH) have none.
+func TestValueIsOneScenarioLanguageMean(t *testing.T) {
+	s := scorer(t, nil)
+	all := rowScores(t, s, "")
+	only := func(keep ...string) []*sdk.ScoreResponse {
+		var out []*sdk.ScoreResponse
+		for _, sc := range all {
+			if slices.Contains(keep, sc.Details["scenario"].(string)+"/"+sc.Details["language"].(string)) {
+				out = append(out, sc)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		keep  []string
+		value bool
+	}{
+		{[]string{"fiction/en"}, true},
+		{[]string{"fiction/zh"}, true},
+		{[]string{"paper/en"}, true}, // its MAE cell is left out of the mean
+		{[]string{"law/zh"}, true},
+		{[]string{"fiction/en", "fiction/zh"}, false},
+		{[]string{"fiction/en", "paper/en"}, false},
+	} {
+		agg, err := s.Aggregate(context.Background(), &sdk.AggregateRequest{Scores: only(tc.keep...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		means := agg.Details["means"].(map[string]float64)
+		if !tc.value {
+			if agg.HasValue() {
+				t.Errorf("%v: value %v, want none", tc.keep, agg.Value)
+			}
+			continue
+		}
+		want := means[tc.keep[0]]
+		if !agg.HasValue() || math.Abs(agg.Value-want) > 1e-12 || agg.CILow > agg.Value || agg.CIHigh < agg.Value {
+			t.Errorf("%v: value %v [%v, %v] (has value %v), want the mean %v inside its interval", tc.keep, agg.Value, agg.CILow, agg.CIHigh, agg.HasValue(), want)
+		}
 	}
 }
