@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, List, Optional, Sequence
 
 from . import _batch, _log, _stdio, _wire
 from ._wire import pb
@@ -378,9 +378,10 @@ def _int(v: Any) -> int:
 
 
 def configure_response(plugin_name: str, plugin_version: str, protocol: str, capabilities: List[str],
-                       features: List[str]) -> bytes:
+                       features: List[str], served_model: str = "", transport_options: Sequence[str] = ()) -> bytes:
     """An encoded ConfigureResponse (plugin_name = 1, plugin_version = 2,
-    protocol = 3, capabilities = 4, features = 5)."""
+    protocol = 3, capabilities = 4, features = 5, served_model = 6,
+    transport_options = 7)."""
     out = b""
     for num, v in ((1, plugin_name), (2, plugin_version), (3, protocol)):
         if v:
@@ -389,6 +390,10 @@ def configure_response(plugin_name: str, plugin_version: str, protocol: str, cap
         out += _wire._field_bytes(4, c.encode())
     for f in features:
         out += _wire._field_bytes(5, f.encode())
+    if served_model:
+        out += _wire._field_bytes(6, served_model.encode())
+    for o in transport_options:
+        out += _wire._field_bytes(7, o.encode())
     return out
 
 
@@ -421,9 +426,21 @@ class _Lifecycle:
                     cache = s.broker.dial_cache(req.embedding_cache, _channel_options())
                 except Exception as e:
                     abort(ctx, _wire.error_to_pb(PluginError(f"dial the host's embedding cache: {e}")))
+            comp = None
             try:
                 comp = s.plugin.build(req.kind, req.name, req.options_json, provision=not req.check_only, cache=cache)
+                # Read once, here, as the Go SDK does: a model learns what it
+                # serves when provisioned, and the host keys its answers by
+                # what this response says.
+                served, transport = comp.served_model(), comp.transport_options()
             except Exception as e:
+                if comp is not None:
+                    # Built and provisioned, then refused: release what
+                    # provision() took, as Close would have.
+                    try:
+                        comp.close()
+                    except Exception as ce:
+                        s.log.warning("close %s %r after a failed Configure: %s", req.kind, req.name, ce)
                 if cache is not None:
                     cache.close()
                 if not isinstance(e, PluginError):
@@ -447,7 +464,8 @@ class _Lifecycle:
         # A scorer with threads or processes keeps ScoreBatch's unary RPC,
         # which spreads a batch over them.
         features = [FEATURE_SCORE_BATCH_CALL] if comp.kind == "scorer" and inline else []
-        return configure_response(s.plugin.name, s.plugin.version, PROTOCOL, comp.capabilities(), features)
+        return configure_response(s.plugin.name, s.plugin.version, PROTOCOL, comp.capabilities(), features,
+                                  served, transport)
 
     @staticmethod
     def _push_nowhere(_reply: Any) -> None:

@@ -6,11 +6,14 @@ methods of it, looked up by name (see the README's "Write a plugin in
 Python"): a task has samples(limit) (or is that callable), a scorer
 score(sample, prediction) (or is that callable), a model generate(request),
 a retriever retrieve(sample). Optional methods: count, aggregate, tokenize,
-provision, validate, close; optional attribute reads_context.
+provision, validate, close; optional attributes reads_context and, for a
+model, served_model and transport_options (plain attributes or properties,
+as reads_context: they describe the component, the host calls nothing).
 """
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import inspect
 import sys
@@ -126,7 +129,10 @@ class Plugin:
     def model(self, name: str, *, threads: int = 64) -> Callable:
         """Register a model factory: factory(options) returns an object with
         generate(request) -> Generation or str. hayloft bounds how many
-        requests are in flight (max_concurrency); threads bounds this side."""
+        requests are in flight (max_concurrency); threads bounds this side.
+        Optional: tokenize(texts), and the attributes served_model (a str)
+        and transport_options (option names), which refine the key hayloft
+        journals the model's answers under (Component.served_model)."""
         return self._register("model", name, threads, 0)
 
     def retriever(self, name: str, *, threads: int = 8) -> Callable:
@@ -259,6 +265,43 @@ class Component:
             caps.append(CAP_SAMPLE)
         return caps
 
+    def served_model(self) -> str:
+        """The model a model component answers as, when it says so (its
+        served_model attribute, read once provisioned: the Go SDK's
+        sdk.ServedModeler); "" otherwise. hayloft keys the model's answers
+        by it when the config names no model, so that a server restarted
+        with another model behind the same address is asked again."""
+        if self.kind != "model":
+            return ""
+        v = getattr(self.obj, "served_model", None)
+        if v is None:
+            return ""
+        if not isinstance(v, str):
+            raise PluginError(f"{self.label}: served_model {_want_attribute(v, 'str')}")
+        return v
+
+    def transport_options(self) -> List[str]:
+        """The names of a model component's options that change how a
+        request travels (a timeout, retries) but never the answer, when it
+        says so (its transport_options attribute: the Go SDK's
+        sdk.TransportOptioner); hayloft leaves them out of the model's cache
+        key, so raising a timeout does not ask everything again."""
+        if self.kind != "model":
+            return []
+        v = getattr(self.obj, "transport_options", None)
+        if v is None:
+            return []
+        # A str is iterable too: "timeout" would name seven one-letter options.
+        if isinstance(v, (str, bytes)) or callable(v) or not isinstance(v, collections.abc.Iterable):
+            raise PluginError(f"{self.label}: transport_options {_want_attribute(v, 'a list of str')}")
+        names = list(v)
+        for i, n in enumerate(names):
+            if not isinstance(n, str):
+                raise PluginError(f"{self.label}: transport_options[{i}] is {type(n).__name__}, want str")
+        # A set's order changes from one process to the next (string hash
+        # randomisation): sorted, the response says the same every time.
+        return sorted(names) if isinstance(v, (set, frozenset)) else names
+
     def validate(self) -> None:
         fn = self._opt("validate")
         if fn:
@@ -348,6 +391,14 @@ class Component:
         if isinstance(r, str):
             return Retrieval(context=r)
         raise PluginError(f"{self.label} returned {type(r).__name__} for sample {sample.id!r}, want Retrieval or str")
+
+
+def _want_attribute(v: Any, want: str) -> str:
+    """Why v is no value of an attribute that wants want; a method gets the
+    way out, since Go's optional interfaces are methods."""
+    if callable(v):
+        return f"is a method; make it an attribute or a @property holding {want}"
+    return f"is {type(v).__name__}, want {want}"
 
 
 def _takes_argument(fn: Callable) -> bool:

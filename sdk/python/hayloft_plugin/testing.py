@@ -97,6 +97,10 @@ class Remote:
             self.close()
             raise _rebuild(e) from None
         self.capabilities = list(resp.capabilities)
+        # A model's cache identity, as hayloft reads it (served_model and
+        # transport_options of the component).
+        self.served_model = resp.served_model
+        self.transport_options = list(resp.transport_options)
 
     def __enter__(self) -> "Remote":
         return self

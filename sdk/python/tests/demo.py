@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from hayloft_plugin import (Aggregate, Chunk, ConfigError, Generation, Plugin, RequestError, Retrieval,
-                            RetryableError, Sample, Score, Tokens)
+                            RetryableError, Sample, Score, Tokens, path_option)
 
 plugin = Plugin("demo", "0.1.0")
 
@@ -128,6 +128,35 @@ def slow():
     s = Slow()
     s.generate = generate
     return s
+
+
+@dataclass
+class ServedOptions:
+    # Stands for a server's address: the file's first line is the model
+    # "the server" serves now, learned in provision() as an
+    # OpenAI-compatible client learns it from /v1/models.
+    server: str = path_option("")
+    timeout: float = 30.0
+    max_retries: int = 2
+
+
+@plugin.model("served")
+def served(opts: ServedOptions):
+    class Served:
+        # They change how a request would travel, never the answer: hayloft
+        # keeps them out of the model's cache key.
+        transport_options = ("timeout", "max_retries")
+        served_model = ""
+
+        def provision(self):
+            if opts.server:
+                with open(opts.server) as f:
+                    self.served_model = f.readline().strip()
+
+        def generate(self, req):
+            return f"{self.served_model or 'nobody'} answers 42"
+
+    return Served()
 
 
 @plugin.retriever("firsthalf")

@@ -162,6 +162,97 @@ class ModelTest(unittest.TestCase):
         self.assertLess(took, 20 * 0.2 / 2, "20 calls of 0.2 s did not overlap")
 
 
+class ServedModelTest(unittest.TestCase):
+    """A model's served_model and transport_options attributes reach the
+    host in ConfigureResponse (the Go SDK's sdk.ServedModeler and
+    sdk.TransportOptioner): hayloft keys the model's answers by them."""
+
+    def test_reported(self):
+        import os
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            server = os.path.join(d, "server")
+            with open(server, "w") as f:
+                f.write("model-a\n")
+            with testing.connect(plugin, "model", "served", {"server": server, "timeout": 90}) as m:
+                self.assertEqual((m.served_model, m.transport_options), ("model-a", ["timeout", "max_retries"]))
+                self.assertEqual(m.generate(GenerateRequest(messages=[])).text, "model-a answers 42")
+            # Validation does not provision: the model has not learned it.
+            with testing.connect(plugin, "model", "served", {"server": server}, check_only=True) as m:
+                self.assertEqual((m.served_model, m.transport_options), ("", ["timeout", "max_retries"]))
+
+    def test_absent(self):
+        with testing.connect(plugin, "model", "echo") as m:
+            self.assertEqual((m.served_model, m.transport_options), ("", []))
+
+    def test_property_and_set(self):
+        from hayloft_plugin import Plugin
+
+        p = Plugin("p", "0")
+
+        @p.model("m")
+        def m():
+            class M:
+                transport_options = frozenset({"b", "a"})
+
+                @property
+                def served_model(self):
+                    return "computed"
+
+                def generate(self, req):
+                    return ""
+
+            return M()
+
+        with testing.connect(p, "model", "m") as r:
+            self.assertEqual((r.served_model, r.transport_options), ("computed", ["a", "b"]))
+
+    def test_only_models_report(self):
+        from hayloft_plugin import Plugin
+
+        p = Plugin("p", "0")
+
+        @p.scorer("s")
+        def s():
+            class S:
+                served_model = "x"
+                transport_options = ["timeout"]
+
+                def score(self, sample, prediction):
+                    return 1
+
+            return S()
+
+        with testing.connect(p, "scorer", "s") as r:
+            self.assertEqual((r.served_model, r.transport_options), ("", []))
+
+    def test_wrong_types_fail_configure(self):
+        from hayloft_plugin import Plugin
+
+        p = Plugin("p", "0")
+        closed = []
+        cases = {
+            "method": ({"served_model": lambda self: "m"}, "served_model is a method"),
+            "number": ({"served_model": 3}, "served_model is int, want str"),
+            "string": ({"transport_options": "timeout"}, "transport_options is str, want a list of str"),
+            "items": ({"transport_options": ["timeout", 5]}, "transport_options[1] is int, want str"),
+            "callable": ({"transport_options": lambda self: ["timeout"]}, "transport_options is a method"),
+        }
+        def register(name, attrs):
+            ns = dict(attrs, generate=lambda self, req: "", close=lambda self: closed.append(name))
+            p.model(name)(lambda: type("M", (), ns)())
+
+        for name, (attrs, _) in cases.items():
+            register(name, attrs)
+        for name, (_, want) in cases.items():
+            with self.subTest(name):
+                with self.assertRaises(PluginError) as cm:
+                    testing.connect(p, "model", name)
+                self.assertIn(f"model {name!r}: {want}", str(cm.exception))
+        self.assertEqual(sorted(closed), sorted(cases), "a model refused at Configure is closed")
+
+
 class RetrieverTest(unittest.TestCase):
     def test_retriever(self):
         samples = [Sample(id="a", context="abcdef", question="q")]

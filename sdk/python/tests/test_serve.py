@@ -50,16 +50,20 @@ class ConfigureTest(unittest.TestCase):
                 self.assertEqual(getattr(got, f), getattr(want, f), f)
 
     def test_response_as_protobuf_reads_it(self):
-        # served_model and transport_options (a model's cache identity) are
-        # left empty by this SDK: its models say neither.
+        # Every field of the message is written: a field added to the
+        # .proto without a case here fails.
         self.assertEqual({f.name: f.number for f in pb.ConfigureResponse.DESCRIPTOR.fields},
                          {"plugin_name": 1, "plugin_version": 2, "protocol": 3, "capabilities": 4, "features": 5,
                           "served_model": 6, "transport_options": 7})
         got = pb.ConfigureResponse.FromString(_serve.configure_response(
-            "acme", "1.0", "hayloft.plugin.v1", ["closer", "aggregator"], ["calls.score_batch"]))
-        self.assertEqual((got.plugin_name, got.plugin_version, got.protocol, list(got.capabilities), list(got.features)),
-                         ("acme", "1.0", "hayloft.plugin.v1", ["closer", "aggregator"], ["calls.score_batch"]))
+            "acme", "1.0", "hayloft.plugin.v1", ["closer", "aggregator"], ["calls.score_batch"],
+            "model-ü", ["timeout", "max_retries"]))
+        self.assertEqual((got.plugin_name, got.plugin_version, got.protocol, list(got.capabilities), list(got.features),
+                          got.served_model, list(got.transport_options)),
+                         ("acme", "1.0", "hayloft.plugin.v1", ["closer", "aggregator"], ["calls.score_batch"],
+                          "model-ü", ["timeout", "max_retries"]))
         self.assertEqual(_serve.configure_response("", "", "", [], []), b"")
+        self.assertEqual(_serve.configure_response("", "", "", [], [], "", []), b"")
 
 
 class CallsTest(unittest.TestCase):
