@@ -179,7 +179,7 @@ func TestTransportOptionsKeepTheCache(t *testing.T) {
 		asked int // more requests than before
 	}{
 		{`model = "fake-model"` + "\n" + `timeout = "30s"`, 10},
-		{`model = "fake-model"` + "\n" + `timeout = "90s"` + "\n" + `max_retries = 7` + "\n" + `retry_backoff = "2s"` + "\n" + `stream = "off"` + "\n" + `transport = "net/http"`, 0},
+		{`model = "fake-model"` + "\n" + `timeout = "90s"` + "\n" + `max_retries = 7` + "\n" + `retry_backoff = "2s"` + "\n" + `retry_after_max = "5m"` + "\n" + `stream = "off"` + "\n" + `transport = "net/http"`, 0},
 		{`model = "fake-model"` + "\n" + `extra_body = { top_k = 3 }`, 10},
 	} {
 		before := srv.Requests(chat)

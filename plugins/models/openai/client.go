@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -93,7 +94,7 @@ func (d *doer) do(ctx context.Context, method, url string, body any, parse func(
 
 // send sends payload (JSON, nil for none) to url, retrying retryable
 // failures with exponential backoff and full jitter, and honouring
-// Retry-After. parse receives a 2xx body, which it must not retain; its error
+// Retry-After up to retry_after_max. parse receives a 2xx body, which it must not retain; its error
 // becomes a bad_response RequestError. Every attempt is returned, failed or
 // not; on failure the error is an *AttemptsError.
 func (d *doer) send(ctx context.Context, method, url string, payload []byte, parse func([]byte) error) ([]sdk.Attempt, error) {
@@ -125,6 +126,15 @@ func (d *doer) sendBody(ctx context.Context, method, url string, payload reqBody
 			return attempts, &AttemptsError{Attempts: attempts, Err: err}
 		}
 		wait := after
+		if wait > d.s.retryAfterMax {
+			// One misbehaving proxy's hour-long Retry-After would hold
+			// this request, and the concurrency slot it occupies, for the
+			// hour. The record keeps what the server asked, so a run
+			// that fails this way says why.
+			wait = d.s.retryAfterMax
+			a := &attempts[len(attempts)-1]
+			a.Error += fmt.Sprintf(" (the server asked to wait %s before retrying; waited retry_after_max %s)", after, wait)
+		}
 		if wait <= 0 {
 			// Full jitter (AWS architecture blog): spreads retries of many
 			// concurrent requests instead of having them return in waves.
@@ -421,7 +431,7 @@ func isContextLength(code, msg string) bool {
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("retry-after-ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return saturated(ms, time.Millisecond)
 		}
 	}
 	v := h.Get("Retry-After")
@@ -429,10 +439,20 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs > 0 {
-		return time.Duration(secs * float64(time.Second))
+		return saturated(secs, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// saturated is n units as a Duration, the longest one past its range: Go
+// leaves converting an out-of-range float to an integer unspecified (on
+// amd64 a huge Retry-After came out negative, read as none at all).
+func saturated(n float64, unit time.Duration) time.Duration {
+	if d := n * float64(unit); d < float64(math.MaxInt64) {
+		return time.Duration(d)
+	}
+	return math.MaxInt64
 }

@@ -2,7 +2,8 @@
 // OpenAI HTTP API (OpenAI itself, vLLM, llama.cpp's llama-server, SGLang, …).
 //
 // It retries what may succeed later (429, 5xx, resets, timeouts) with
-// exponential backoff, full jitter and the server's Retry-After, and reports
+// exponential backoff, full jitter and the server's Retry-After (up to
+// retry_after_max), and reports
 // every attempt so the kernel can journal flaky servers. What can never
 // succeed (an over-long prompt, a rejected request, an unreadable answer) is
 // an *sdk.RequestError at once. A *Client is safe for concurrent use and
@@ -101,7 +102,7 @@ func (c *Client) ServedModel() string { return c.Model() }
 // tokenizer is not among them only because it is not one: what it changes
 // (the prompt fitted to the window) is in the key already.
 func (c *Client) TransportOptions() []string {
-	return []string{"timeout", "max_retries", "retry_backoff", "retry_backoff_max", "max_connection_failures", "transport", "stream"}
+	return []string{"timeout", "max_retries", "retry_backoff", "retry_backoff_max", "retry_after_max", "max_connection_failures", "transport", "stream"}
 }
 
 // Provision fills in the model id from /v1/models when none was configured:

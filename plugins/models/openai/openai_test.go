@@ -88,6 +88,8 @@ func TestOptions(t *testing.T) {
 		{"unknown option", map[string]any{"base_url": "http://127.0.0.1/v1", "temprature": 1}, "temprature"},
 		{"bad batch", map[string]any{"base_url": "http://127.0.0.1/v1", "batch_size": -2}, "batch_size"},
 		{"bad transport", map[string]any{"base_url": "http://127.0.0.1/v1", "transport": "h2"}, "transport"},
+		{"zero retry_after_max", map[string]any{"base_url": "http://127.0.0.1/v1", "retry_after_max": "0s"}, "retry_after_max"},
+		{"retry_after_max not a duration", map[string]any{"base_url": "http://127.0.0.1/v1", "retry_after_max": "forever"}, "retry_after_max"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,6 +260,106 @@ func testFaults(t *testing.T, transport string) {
 				}
 			}
 		})
+	}
+}
+
+// A Retry-After beyond retry_after_max waits the cap, not what the server
+// asked: one misbehaving proxy's 429 with an hour's Retry-After would hold
+// the request, and the concurrency slot it occupies, for that hour. The
+// failed attempt's record says the server asked for more. A Retry-After
+// within the cap is still honoured as asked.
+func TestRetryAfterIsCapped(t *testing.T) { eachTransport(t, testRetryAfterIsCapped) }
+
+func testRetryAfterIsCapped(t *testing.T, transport string) {
+	for _, tt := range []struct {
+		name       string
+		asked      time.Duration // openaitest sends whole seconds as Retry-After, else retry-after-ms
+		fault      openaitest.Fault
+		status     int
+		max        string
+		waits      time.Duration
+		annotation string // in the failed attempt's error; "" for none
+	}{
+		{"Retry-After of 1000h", 1000 * time.Hour, openaitest.Fault429, 429, "200ms", 200 * time.Millisecond,
+			"the server asked to wait 1000h0m0s before retrying; waited retry_after_max 200ms"},
+		{"retry-after-ms of 1000h", 1000*time.Hour + time.Millisecond, openaitest.Fault503, 503, "300ms", 300 * time.Millisecond,
+			"the server asked to wait 1000h0m0.001s before retrying; waited retry_after_max 300ms"},
+		{"within the cap", 400 * time.Millisecond, openaitest.Fault429, 429, "10s", 400 * time.Millisecond, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := openaitest.NewServer(openaitest.Options{Faults: []openaitest.Fault{tt.fault}, RetryAfter: tt.asked})
+			defer srv.Close()
+			c := newTransportClient(t, transport, srv.BaseURL(), map[string]any{"retry_after_max": tt.max})
+			// Bounded, so that a wait of what the server asked fails the
+			// test instead of hanging it.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			start := time.Now()
+			resp, err := c.Generate(ctx, chat("x"))
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatalf("Generate after %v: %v", elapsed, err)
+			}
+			if got := statuses(resp.Attempts); fmt.Sprint(got) != fmt.Sprint([]int{tt.status, 200}) {
+				t.Fatalf("attempt statuses = %v, want [%d 200]", got, tt.status)
+			}
+			if elapsed < tt.waits || elapsed > tt.waits+5*time.Second {
+				t.Errorf("took %v, want about %v", elapsed, tt.waits)
+			}
+			msg := resp.Attempts[0].Error
+			if tt.annotation == "" && strings.Contains(msg, "asked to wait") || !strings.Contains(msg, tt.annotation) {
+				t.Errorf("failed attempt's error %q, want it to say %q", msg, tt.annotation)
+			}
+		})
+	}
+}
+
+// retryAfter saturates a delay beyond time.Duration's range instead of
+// converting it (Go leaves a float's out-of-range conversion to an integer
+// unspecified: on amd64 it is negative, which read as "no Retry-After").
+func TestRetryAfterSaturates(t *testing.T) {
+	now := time.Now()
+	for _, tt := range []struct {
+		name, value string
+		want        time.Duration
+	}{
+		{"Retry-After", "1e30", math.MaxInt64},
+		{"Retry-After", "+Inf", math.MaxInt64},
+		{"retry-after-ms", "1e30", math.MaxInt64},
+		{"Retry-After", "2.5", 2500 * time.Millisecond},
+		{"retry-after-ms", "250", 250 * time.Millisecond},
+		{"Retry-After", "NaN", 0},
+		{"Retry-After", "-3", 0},
+	} {
+		h := http.Header{}
+		h.Set(tt.name, tt.value)
+		if got := retryAfter(h, now); got != tt.want {
+			t.Errorf("%s: %s = %v, want %v", tt.name, tt.value, got, tt.want)
+		}
+	}
+}
+
+// retry_after_max defaults to a minute, and like the other retry settings
+// it is a transport option: it changes when a request is sent again, never
+// the answer, so it stays out of the cache key. Every transport option
+// names a real option.
+func TestRetryAfterMaxOption(t *testing.T) {
+	c := newTestClient(t, "http://127.0.0.1:1/v1", nil)
+	if c.s.retryAfterMax != time.Minute {
+		t.Errorf("retry_after_max defaults to %v, want 1m", c.s.retryAfterMax)
+	}
+	if !slices.Contains(c.TransportOptions(), "retry_after_max") {
+		t.Errorf("transport options %q lack retry_after_max", c.TransportOptions())
+	}
+	names := map[string]bool{}
+	typ := reflect.TypeFor[Options]()
+	for i := range typ.NumField() {
+		names[strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]] = true
+	}
+	for _, o := range c.TransportOptions() {
+		if !names[o] {
+			t.Errorf("transport option %q is no option of Options", o)
+		}
 	}
 }
 

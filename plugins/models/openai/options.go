@@ -26,9 +26,18 @@ type Options struct {
 	// MaxRetries is how many times a retryable failure is retried; default 5.
 	MaxRetries *int `json:"max_retries"`
 	// RetryBackoff is the base of the exponential backoff (default "500ms");
-	// RetryBackoffMax caps it (default "30s"). A Retry-After wins over both.
+	// RetryBackoffMax caps it (default "30s"). A server's Retry-After (or
+	// retry-after-ms) wins over both, up to RetryAfterMax.
 	RetryBackoff    string `json:"retry_backoff"`
 	RetryBackoffMax string `json:"retry_backoff_max"`
+	// RetryAfterMax caps the wait a server's Retry-After asks for (default
+	// "60s"): a longer one waits RetryAfterMax, and the failed attempt's
+	// record says what the server asked. Hosted APIs limit rates per
+	// minute, so a minute covers an honest 429; an hour's Retry-After
+	// (a quota or a misbehaving proxy) would otherwise hold the request and
+	// its concurrency slot for that hour on every retry. Raise it to wait
+	// out a longer limit.
+	RetryAfterMax string `json:"retry_after_max"`
 	// Endpoint is "chat" (default) or "completions".
 	Endpoint string `json:"endpoint"`
 	// ExtraBody is merged into every generation request body; it may not set
@@ -85,6 +94,7 @@ type settings struct {
 	timeout         time.Duration
 	maxRetries      int
 	backoff, capped time.Duration
+	retryAfterMax   time.Duration
 	endpoint        string
 	extra           []byte // extra_body's members, encoded once: `"k":v,…`
 	tokenizer       string
@@ -135,6 +145,7 @@ func parseOptions(opts sdk.Options) (*settings, error) {
 		{"timeout", o.Timeout, "120s", &s.timeout},
 		{"retry_backoff", o.RetryBackoff, "500ms", &s.backoff},
 		{"retry_backoff_max", o.RetryBackoffMax, "30s", &s.capped},
+		{"retry_after_max", o.RetryAfterMax, "60s", &s.retryAfterMax},
 	}
 	for _, d := range durations {
 		dur, err := sdk.PositiveDuration(d.field, d.val, d.def)
