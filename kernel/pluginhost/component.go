@@ -114,6 +114,9 @@ type component struct {
 	gen       int   // bumped on every restart
 	restarted bool  // the one restart is used up
 	dead      error // set on the second crash, or on close
+	// optionalCrash holds, per optional call (doOptional), the crash it
+	// caused: that call is not sent to the plugin again.
+	optionalCrash map[string]error
 }
 
 var errClosed = errors.New("component is closed")
@@ -137,8 +140,10 @@ func crashed(p *process, err error) bool {
 
 // restart replaces the process of generation gen, which crashed with cause.
 // Concurrent callers whose calls died with the same process share one
-// restart. The second crash of a component is final.
-func (c *component) restart(ctx context.Context, gen int, cause error) (*process, int, error) {
+// restart. The second crash of a component is final. optional names the
+// optional call (doOptional) whose crash this is, "" for the real work's:
+// such a restart does not spend the component's one.
+func (c *component) restart(ctx context.Context, gen int, cause error, optional string) (*process, int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead != nil {
@@ -149,12 +154,17 @@ func (c *component) restart(ctx context.Context, gen int, cause error) (*process
 	}
 	old := c.proc
 	old.kill()
-	if c.restarted {
+	switch {
+	case optional != "":
+		c.host.logger.Warn("plugin crashed in an optional call; restarting it without using its one restart",
+			"plugin", c.src.Name, "kind", c.kind, "name", c.name, "call", optional, "error", cause)
+	case c.restarted:
 		c.dead = fmt.Errorf("%s crashed twice: %w", c.label, cause)
 		return nil, 0, c.dead
+	default:
+		c.restarted = true
+		c.host.logger.Warn("plugin crashed; restarting it once", "plugin", c.src.Name, "kind", c.kind, "name", c.name, "error", cause)
 	}
-	c.restarted = true
-	c.host.logger.Warn("plugin crashed; restarting it once", "plugin", c.src.Name, "kind", c.kind, "name", c.name, "error", cause)
 	// The restart serves every caller waiting on it, so it must not die
 	// with the context of whichever call noticed the crash.
 	p, err := c.host.launch(context.WithoutCancel(ctx), c.src, c.kind, c.name, c.opts)
@@ -182,10 +192,48 @@ func (c *component) do(ctx context.Context, f func(x any) error) error {
 		if err == nil || !crashed(p, err) {
 			return err
 		}
-		if p, gen, err = c.restart(ctx, gen, err); err != nil {
+		if p, gen, err = c.restart(ctx, gen, err, ""); err != nil {
 			return err
 		}
 	}
+}
+
+// doOptional runs f, the optional call what, whose answer the caller can do
+// without (CountSamples: a progress total), against the component. A crash
+// during it must not cost the real work its restart: the process is
+// replaced without spending it, the call is not retried, and it is never
+// sent again (its crash comes back at once), so a plugin whose count
+// crashes it every time costs one extra start, not its samples. A crash of
+// the real work's under way on the same process at that moment may still
+// be the one to restart it, and spend the restart.
+func (c *component) doOptional(ctx context.Context, what string, f func(x any) error) error {
+	if c.inproc != nil {
+		return f(c.inproc)
+	}
+	c.mu.Lock()
+	failed := c.optionalCrash[what]
+	c.mu.Unlock()
+	if failed != nil {
+		return failed
+	}
+	p, gen, err := c.current()
+	if err != nil {
+		return err
+	}
+	if err = f(p.remote); err == nil || !crashed(p, err) {
+		return err
+	}
+	failed = fmt.Errorf("%s crashed during %s: %w", c.label, what, err)
+	c.mu.Lock()
+	if c.optionalCrash == nil {
+		c.optionalCrash = map[string]error{}
+	}
+	c.optionalCrash[what] = failed
+	c.mu.Unlock()
+	if _, _, err := c.restart(ctx, gen, err, what); err != nil {
+		return err
+	}
+	return failed
 }
 
 func (c *component) info() plugin.Info {
@@ -304,7 +352,7 @@ func (t *Task) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*
 			if crash == nil {
 				return
 			}
-			if p, gen, err = c.restart(ctx, gen, crash); err != nil {
+			if p, gen, err = c.restart(ctx, gen, crash, ""); err != nil {
 				yield(nil, err)
 				return
 			}
@@ -313,9 +361,11 @@ func (t *Task) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*
 }
 
 // CountSamples is the task's sample count, or an error wrapping
-// sdk.ErrUnsupported when it cannot tell.
+// sdk.ErrUnsupported when it cannot tell. The count is optional (the runner
+// only shows it): a count that crashes the plugin fails and is not asked
+// again, and does not use up the restart Samples may need.
 func (t *Task) CountSamples(ctx context.Context, req *sdk.SamplesRequest) (n int, err error) {
-	err = t.c.do(ctx, func(x any) (err error) {
+	err = t.c.doOptional(ctx, "CountSamples", func(x any) (err error) {
 		sc, ok := x.(sdk.SampleCounter)
 		if !ok {
 			return t.c.unsupported("sample count")

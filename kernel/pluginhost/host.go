@@ -2,7 +2,9 @@
 // plugins (the hayloft binary's built-ins, plugins named in the config, a
 // plugin directory), describes them, checks their sha256 pins, launches one
 // process per component over hashicorp/go-plugin, restarts a crashed plugin
-// once, and makes sure no plugin process outlives hayloft.
+// once (a crash in an optional call, a task's count, is restarted without
+// using that restart up, and that call is not made again), and makes sure
+// no plugin process outlives hayloft.
 package pluginhost
 
 import (

@@ -522,6 +522,175 @@ func TestTaskCrashTwice(t *testing.T) {
 	}
 }
 
+// A crash in CountSamples, an optional call whose answer the runner can do
+// without (a progress total), must not spend the one restart that Samples,
+// the real work, has for a crash of its own. Here every count crashes its
+// process and Samples crashes once, after 20 samples.
+func TestOptionalCallCrashKeepsTheRestart(t *testing.T) {
+	h := newHost(t, Options{})
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "crashed")
+	task := open[*Task](t, h, sdk.KindTask, "count", "", map[string]any{"n": 50, "crash_after": 20, "crash_marker": marker, "count_crash": true})
+	for i := range 2 {
+		n, err := task.CountSamples(ctx, &sdk.SamplesRequest{})
+		if err == nil || !strings.Contains(err.Error(), "crashed during CountSamples") {
+			t.Fatalf("count %d: %d, %v; want the crash", i, n, err)
+		}
+	}
+	// The count crashed its process once and was not asked again: a
+	// second process crashing the same way would be a start for nothing.
+	if task.c.gen != 1 || task.c.restarted {
+		t.Errorf("after the counts: %d restarts, restart used %v; want 1 restart that did not use it", task.c.gen, task.c.restarted)
+	}
+	var ids []string
+	for s, err := range task.Samples(ctx, &sdk.SamplesRequest{}) {
+		if err != nil {
+			t.Fatalf("after %d samples: %v", len(ids), err)
+		}
+		ids = append(ids, s.ID)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("Samples never crashed")
+	}
+	if len(ids) != 50 || ids[49] != "s00049" {
+		t.Fatalf("got %d samples, want 50", len(ids))
+	}
+	if task.c.gen != 2 || !task.c.restarted {
+		t.Errorf("after Samples: %d restarts, restart used %v; want 2, used", task.c.gen, task.c.restarted)
+	}
+}
+
+// A count that crashes only its first process still frees the restart,
+// and the count stays unanswered rather than asked again.
+func TestOptionalCallCrashOnce(t *testing.T) {
+	h := newHost(t, Options{})
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "counted")
+	task := open[*Task](t, h, sdk.KindTask, "count", "", map[string]any{"n": 7, "count_crash": true, "count_crash_marker": marker})
+	if _, err := task.CountSamples(ctx, &sdk.SamplesRequest{}); err == nil {
+		t.Fatal("the count that crashed its process succeeded")
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the count never crashed")
+	}
+	if _, err := task.CountSamples(ctx, &sdk.SamplesRequest{}); err == nil {
+		t.Error("a count that crashed the plugin was asked again")
+	}
+	n := 0
+	for _, err := range task.Samples(ctx, &sdk.SamplesRequest{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 7 || task.c.restarted {
+		t.Errorf("%d samples, restart used %v; want 7 and the restart kept", n, task.c.restarted)
+	}
+}
+
+// A plugin process that dies is recognised as crashed, not taken for a
+// component's error, whatever the call (a unary one, the Calls stream, a
+// Samples stream opened or under way) and however gRPC reports the death:
+// a reset or EOF mid-call, a failed preface on a connection the process no
+// longer serves, a refused dial once its socket is gone (all Unavailable),
+// or the host's own close of the connection (Canceled). A status other
+// than those, with the process gone, is a crash too; with the process
+// alive, it is the component's. (Written to check a suspicion that a death
+// reported otherwise was taken for the component's error: it was not.)
+func TestKilledPluginIsRecognised(t *testing.T) {
+	h := newHost(t, Options{})
+	ctx := context.Background()
+	kill := func(p *process, wait time.Duration) {
+		t.Helper()
+		proc, err := os.FindProcess(p.client.ReattachConfig().Pid)
+		if err == nil {
+			err = proc.Kill()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(wait)
+	}
+	for _, wait := range []time.Duration{0, 2 * time.Millisecond, 200 * time.Millisecond} {
+		t.Run(fmt.Sprintf("model killed %v before the call", wait), func(t *testing.T) {
+			m := open[*Model](t, h, sdk.KindModel, "echo", "", nil)
+			defer m.Close()
+			kill(m.c.proc, wait)
+			if resp, err := m.Generate(ctx, msgs("x")); err != nil || resp.Text != "x" {
+				t.Fatalf("generate after the kill: %v, %v", resp, err)
+			}
+			if m.c.gen != 1 {
+				t.Errorf("%d restarts, want 1", m.c.gen)
+			}
+		})
+		t.Run(fmt.Sprintf("task killed %v before validation", wait), func(t *testing.T) {
+			task := open[*Task](t, h, sdk.KindTask, "count", "", map[string]any{"n": 5})
+			defer task.Close()
+			kill(task.c.proc, wait)
+			if err := task.Validate(ctx); err != nil {
+				t.Fatalf("validate after the kill: %v", err)
+			}
+			if task.c.gen != 1 {
+				t.Errorf("%d restarts, want 1", task.c.gen)
+			}
+		})
+		t.Run(fmt.Sprintf("task killed %v before the stream", wait), func(t *testing.T) {
+			task := open[*Task](t, h, sdk.KindTask, "count", "", map[string]any{"n": 5})
+			defer task.Close()
+			kill(task.c.proc, wait)
+			n := 0
+			for _, err := range task.Samples(ctx, &sdk.SamplesRequest{}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+			if n != 5 || task.c.gen != 1 {
+				t.Errorf("%d samples after %d restarts, want 5 after 1", n, task.c.gen)
+			}
+		})
+	}
+	t.Run("task killed mid-stream", func(t *testing.T) {
+		task := open[*Task](t, h, sdk.KindTask, "count", "", map[string]any{"n": 30, "delay_ms": 5})
+		defer task.Close()
+		n := 0
+		for s, err := range task.Samples(ctx, &sdk.SamplesRequest{}) {
+			if err != nil {
+				t.Fatalf("after %d samples: %v", n, err)
+			}
+			if want := fmt.Sprintf("s%05d", n); s.ID != want {
+				t.Fatalf("sample %d is %s", n, s.ID)
+			}
+			if n++; n == 10 {
+				kill(task.c.proc, 0)
+			}
+		}
+		if n != 30 || task.c.gen != 1 {
+			t.Errorf("%d samples after %d restarts, want 30 after 1", n, task.c.gen)
+		}
+	})
+	t.Run("any status once the process is gone", func(t *testing.T) {
+		m := open[*Model](t, h, sdk.KindModel, "echo", "", nil)
+		defer m.Close()
+		p := m.c.proc
+		odd := errors.New("plugin rpc: Internal: stream terminated by RST_STREAM with error code: INTERNAL_ERROR")
+		if crashed(p, odd) {
+			t.Error("a live plugin's error was taken for a crash")
+		}
+		kill(p, 0)
+		deadline := time.Now().Add(10 * time.Second)
+		for !p.exited() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if !crashed(p, odd) {
+			t.Error("an error from a plugin whose process is gone was not taken for a crash")
+		}
+		if crashed(p, context.Canceled) {
+			t.Error("the caller's cancellation was taken for a crash")
+		}
+	})
+}
+
 func TestCancellation(t *testing.T) {
 	h := newHost(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())

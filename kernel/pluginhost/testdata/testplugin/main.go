@@ -44,6 +44,20 @@ type counter struct {
 	CrashAfter int `json:"crash_after"` // crash after yielding this many samples
 	DelayMS    int `json:"delay_ms"`
 	crash
+	// CountCrash crashes CountSamples (an optional call) every time, or,
+	// with CountMarker, only until that file exists.
+	CountCrash  bool   `json:"count_crash"`
+	CountMarker string `json:"count_crash_marker"`
+}
+
+func (c *counter) CountSamples(_ context.Context, req *sdk.SamplesRequest) (int, error) {
+	if c.CountCrash {
+		crash{Marker: c.CountMarker}.now()
+	}
+	if req.Limit > 0 && req.Limit < c.N {
+		return req.Limit, nil
+	}
+	return c.N, nil
 }
 
 func (c *counter) Samples(ctx context.Context, req *sdk.SamplesRequest) iter.Seq2[*sdk.Sample, error] {
