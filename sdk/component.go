@@ -245,6 +245,22 @@ func NoValue(details map[string]any) bool {
 	return ok
 }
 
+// NoValueReason is the reason under NoValueKey, never empty when the key
+// is there: a scorer that gave none still declined.
+func NoValueReason(details map[string]any) string {
+	r, ok := details[NoValueKey]
+	if !ok {
+		return ""
+	}
+	if s, _ := r.(string); s != "" {
+		return s
+	}
+	if r != nil && r != "" {
+		return fmt.Sprint(r)
+	}
+	return "the scorer gives no single value for this row"
+}
+
 // MarshalJSON writes Value, CILow and CIHigh as null when r has no value,
 // so that a script reading the JSON cannot take a failed or declined
 // aggregate's zero for a score.

@@ -45,7 +45,7 @@ func WriteSummaryWidth(w io.Writer, res *Run, width int) {
 			}
 			sm := SummaryMetric{Scorer: name, Value: m.Value, CILow: m.CILow, CIHigh: m.CIHigh, N: m.N, Invalid: m.Invalid}
 			if sdk.NoValue(m.Details) {
-				sm.NoValue = fmt.Sprint(m.Details[sdk.NoValueKey])
+				sm.NoValue = sdk.NoValueReason(m.Details)
 			}
 			if d, ok := ev.Delta[name]; ok {
 				sm.Delta = &d

@@ -7,7 +7,6 @@ package compare
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/hayloft/hayloft/kernel/report/journal"
@@ -33,25 +32,36 @@ type Metric struct {
 	Shared int    `json:"shared"` // samples both rows scored validly
 	OnlyA  int    `json:"only_a"` // samples with a valid score in A alone
 	OnlyB  int    `json:"only_b"`
-	// ValueA and ValueB are the rows' aggregates as their run reported
-	// them (over all of each row's samples); null where a row has none.
+	// ValueA and ValueB are the rows' aggregates as their run journaled
+	// them (over all of each row's samples); null where a row has none: it
+	// failed, its scorer declined one, or the row did not finish.
 	ValueA *float64 `json:"value_a"`
 	ValueB *float64 `json:"value_b"`
 	// LowerIsBetter: the metric is an error (MAE); Better and Worse count a
 	// lower score as the better one.
 	LowerIsBetter bool `json:"lower_is_better,omitempty"`
-	// NotPerSample says why the shared samples' comparison below is left
-	// out (all zero): it is about the metric only when the scorer's
-	// aggregate is the mean of its sample scores, which corpus BLEU,
-	// XLBench's subtask means or Counting-Stars' cells are not.
-	NotPerSample string  `json:"not_per_sample,omitempty"`
-	MeanA        float64 `json:"mean_a"` // over the shared samples
-	MeanB        float64 `json:"mean_b"`
-	Diff         float64 `json:"diff"` // MeanB - MeanA
-	CILow        float64 `json:"ci_low"`
-	CIHigh       float64 `json:"ci_high"`
-	Better       int     `json:"better"` // shared samples that scored better in B
-	Worse        int     `json:"worse"`  // … worse in B
+	// NotPerSample says why Paired is left out: the shared samples'
+	// comparison is about the metric only when the scorer's aggregate is
+	// the mean of its sample scores, which corpus BLEU or XLBench's subtask
+	// means are not.
+	NotPerSample string `json:"not_per_sample,omitempty"`
+	// Unchecked: neither row journaled an aggregate (unfinished runs), so
+	// Paired assumes, unchecked, that the scorer's aggregate is the mean.
+	Unchecked bool `json:"unchecked,omitempty"`
+	// Paired is the comparison over the shared samples; nil (its fields
+	// absent from JSON) with NotPerSample, or with no shared sample.
+	*Paired
+}
+
+// Paired compares the rows' scores of the samples both scored validly.
+type Paired struct {
+	MeanA  float64 `json:"mean_a"` // over the shared samples
+	MeanB  float64 `json:"mean_b"`
+	Diff   float64 `json:"diff"` // MeanB - MeanA
+	CILow  float64 `json:"ci_low"`
+	CIHigh float64 `json:"ci_high"`
+	Better int     `json:"better"` // shared samples that scored better in B
+	Worse  int     `json:"worse"`  // … worse in B
 }
 
 // Compare compares row b against row a on every scorer they share.
@@ -67,16 +77,25 @@ func Compare(name string, a, b *journal.Eval, aLabel, bLabel string, seed uint64
 		m := metric(scorer, va, vb, seed)
 		m.ValueA, m.ValueB = value(ma), value(mb)
 		m.LowerIsBetter = sdk.LowerIsBetter(ma.Details) || sdk.LowerIsBetter(mb.Details)
-		if m.LowerIsBetter {
+		if m.LowerIsBetter && m.Paired != nil {
 			m.Better, m.Worse = m.Worse, m.Better
 		}
-		why := notMean(ma, va)
+		// Whether the scorer's aggregate is the mean of its sample scores
+		// holds for the scorer, so a row that journaled none (it did not
+		// finish) is vouched for by the other.
+		why, checked := journal.NotMean(ma, a, ia)
 		if why == "" {
-			why = notMean(mb, vb)
+			w, c := journal.NotMean(mb, b, ib)
+			why, checked = w, checked || c
 		}
 		if why != "" {
-			*m = Metric{Scorer: m.Scorer, Shared: m.Shared, OnlyA: m.OnlyA, OnlyB: m.OnlyB,
-				ValueA: m.ValueA, ValueB: m.ValueB, LowerIsBetter: m.LowerIsBetter, NotPerSample: why}
+			why += "; compare the aggregates, or the benchmark's own tables"
+		}
+		switch {
+		case why != "":
+			m.NotPerSample, m.Paired = why, nil
+		case !checked && m.Paired != nil:
+			m.Unchecked = true
 		}
 		p.Metrics = append(p.Metrics, m)
 	}
@@ -91,39 +110,15 @@ func aggregate(e *journal.Eval, i int) journal.Metric {
 	return journal.Metric{}
 }
 
+// value is m's value when it is the row's own aggregate: not a failed or
+// declined one, nor the plain mean the journal reader recomputes for a row
+// that did not finish.
 func value(m journal.Metric) *float64 {
-	if !m.HasValue() {
+	if !m.HasValue() || m.Recomputed {
 		return nil
 	}
 	v := m.Value
 	return &v
-}
-
-// notMean says why the mean of a row's sample scores is not its scorer's
-// aggregate, or "" when it is: the one case in which comparing sample
-// scores compares the metric. It checks the number rather than trusting a
-// scorer kind, so a mean-aggregating scorer without a declaration passes
-// and a scorer with its own aggregate does not.
-func notMean(m journal.Metric, valid map[string]float64) string {
-	switch {
-	case m.Recomputed:
-		return "" // the journal had no aggregate: it is the plain mean
-	case m.N == 0:
-		return "a row's aggregate failed, so its sample scores cannot be checked against it"
-	case sdk.NoValue(m.Details):
-		return fmt.Sprintf("the scorer gives a row no single value (%v)", m.Details[sdk.NoValueKey])
-	case len(valid) == 0:
-		return ""
-	}
-	sum := 0.0
-	for _, v := range valid {
-		sum += v
-	}
-	mean := sum / float64(len(valid))
-	if math.Abs(mean-m.Value) > 1e-9*max(1, math.Abs(m.Value)) {
-		return fmt.Sprintf("the scorer's aggregate (%.4g) is not the mean of its sample scores (%.4g); compare the aggregates, or the benchmark's own tables", m.Value, mean)
-	}
-	return ""
 }
 
 // valid is a row's valid scores of scorer i, by sample ID.
@@ -148,37 +143,39 @@ func metric(scorer string, a, b map[string]float64, seed uint64) *Metric {
 		}
 	}
 	m.OnlyB = len(b) - len(ids)
-	slices.Sort(ids) // the bootstrap draws by position: fix the order
-	d := make([]float64, len(ids))
-	for i, id := range ids {
-		va, vb := a[id], b[id]
-		m.MeanA += va
-		m.MeanB += vb
-		d[i] = vb - va
-		switch {
-		case vb > va:
-			m.Better++
-		case vb < va:
-			m.Worse++
-		}
-	}
 	m.Shared = len(ids)
 	if m.Shared == 0 {
 		return m
 	}
+	slices.Sort(ids) // the bootstrap draws by position: fix the order
+	p := &Paired{}
+	d := make([]float64, len(ids))
+	for i, id := range ids {
+		va, vb := a[id], b[id]
+		p.MeanA += va
+		p.MeanB += vb
+		d[i] = vb - va
+		switch {
+		case vb > va:
+			p.Better++
+		case vb < va:
+			p.Worse++
+		}
+	}
 	n := float64(m.Shared)
-	m.MeanA /= n
-	m.MeanB /= n
-	m.Diff = stats.Mean(d)
+	p.MeanA /= n
+	p.MeanB /= n
+	p.Diff = stats.Mean(d)
 	// Paired: each resample draws samples, keeping each sample's two
 	// scores together, so what the samples share cancels out.
-	m.CILow, m.CIHigh = stats.Bootstrap(len(d), Resamples, seed, func(idx []int) float64 {
+	p.CILow, p.CIHigh = stats.Bootstrap(len(d), Resamples, seed, func(idx []int) float64 {
 		sum := 0.0
 		for _, i := range idx {
 			sum += d[i]
 		}
 		return sum / float64(len(idx))
 	})
+	m.Paired = p
 	return m
 }
 

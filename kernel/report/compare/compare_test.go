@@ -202,14 +202,14 @@ func TestCompareThroughTheScorersAggregate(t *testing.T) {
 			if (m.NotPerSample == "") != tt.perSample {
 				t.Errorf("per sample: %q, want per sample %v", m.NotPerSample, tt.perSample)
 			}
-			if !tt.perSample && (m.MeanA != 0 || m.Diff != 0 || m.CILow != 0 || m.CIHigh != 0 || m.Better != 0 || m.Worse != 0) {
-				t.Errorf("per-sample figures of a scorer whose aggregate is not their mean: %+v", m)
+			if (m.Paired != nil) != tt.perSample {
+				t.Fatalf("paired figures %+v, want them: %v", m.Paired, tt.perSample)
 			}
 			if (m.ValueA == nil) != (tt.valueA == nil) || m.ValueA != nil && math.Abs(*m.ValueA-*tt.valueA) > 1e-12 {
 				t.Errorf("value A %v, want %v", deref(m.ValueA), deref(tt.valueA))
 			}
-			if m.Better != tt.better || m.Worse != tt.worse || m.Shared != 40 {
-				t.Errorf("shared %d better %d worse %d, want 40 %d %d", m.Shared, m.Better, m.Worse, tt.better, tt.worse)
+			if m.Shared != 40 || m.Paired != nil && (m.Better != tt.better || m.Worse != tt.worse) {
+				t.Errorf("shared %d, paired %+v; want 40, better %d worse %d", m.Shared, m.Paired, tt.better, tt.worse)
 			}
 			var buf bytes.Buffer
 			if err := compare.WriteText(&buf, pairs); err != nil || !strings.Contains(buf.String(), tt.text) {
@@ -241,17 +241,7 @@ func loadAggregated(t *testing.T, st *store.Store, agg func([]*sdk.ScoreResponse
 	if err != nil {
 		t.Fatal(err)
 	}
-	scores, err := st.Scores(ctx, id, ev.JournalName(), "exact")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs := make([]*sdk.ScoreResponse, len(scores))
-	for i, s := range scores {
-		rs[i] = s.Score
-	}
-	if err := st.FinishEval(ctx, id, ev.JournalName(), store.Outcome{Samples: len(rs)}, map[string]*store.Metric{"exact": agg(rs)}); err != nil {
-		t.Fatal(err)
-	}
+	finish(t, st, id, ev, "exact", agg)
 	if err := st.FinishRun(ctx, id, store.StatusDone); err != nil {
 		t.Fatal(err)
 	}

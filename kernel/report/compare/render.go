@@ -41,10 +41,13 @@ func notes(m *Metric) []string {
 		out = append(out, fmt.Sprintf("%s: no two numbers to compare: %s; compare the rows' tables (hayloft report)", m.Scorer, m.NotPerSample))
 	case m.NotPerSample != "":
 		out = append(out, fmt.Sprintf("%s: A and B are the rows' own aggregates over all their samples, and B−A their difference, with no paired interval: %s", m.Scorer, m.NotPerSample))
-	case m.OnlyA > 0 || m.OnlyB > 0:
+	case m.Unchecked:
+		out = append(out, fmt.Sprintf("%s: neither row journaled its aggregate (unfinished runs): the figures are recomputed from sample scores and assume, unchecked, that the scorer's aggregate is their mean (not so for corpus BLEU or XLBench)", m.Scorer))
+	}
+	if m.NotPerSample == "" && (m.OnlyA > 0 || m.OnlyB > 0) {
 		out = append(out, fmt.Sprintf("%s: %d samples scored only in A and %d only in B are left out", m.Scorer, m.OnlyA, m.OnlyB))
 	}
-	if m.LowerIsBetter {
+	if m.LowerIsBetter && m.Paired != nil {
 		out = append(out, fmt.Sprintf("%s: lower is better; better and worse count lower scores as better", m.Scorer))
 	}
 	return out
@@ -70,7 +73,7 @@ func row(m *Metric) string {
 		a, b, d := aggregates(m)
 		return fmt.Sprintf("  %s\t%d\t%s\t%s\t%s\t–\t–\t–\t", m.Scorer, m.Shared, a, b, d)
 	}
-	if m.Shared == 0 {
+	if m.Paired == nil {
 		return fmt.Sprintf("  %s\t0\t–\t–\t–\t–\t–\t–\t", m.Scorer)
 	}
 	return fmt.Sprintf("  %s\t%d\t%.3f\t%.3f\t%+.3f\t[%+.3f, %+.3f]\t%d\t%d\t",
@@ -93,7 +96,7 @@ td,th{border:1px solid #ddd;padding:2px 6px}td.num{text-align:right;font-variant
 				va, vb, d := aggregates(m)
 				fmt.Fprintf(&b, `<tr><td>%s</td><td class="num">%d</td><td class="num">%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">–</td><td class="num">–</td><td class="num">–</td><td class="num">%d</td><td class="num">%d</td></tr>`,
 					html.EscapeString(m.Scorer), m.Shared, va, vb, d, m.OnlyA, m.OnlyB)
-			case m.Shared == 0:
+			case m.Paired == nil:
 				fmt.Fprintf(&b, `<tr><td>%s</td><td class="num">0</td><td colspan="8">no shared sample</td></tr>`, html.EscapeString(m.Scorer))
 			default:
 				fmt.Fprintf(&b, `<tr><td>%s</td><td class="num">%d</td><td class="num">%.3f</td><td class="num">%.3f</td><td class="num">%+.3f</td><td class="num">[%+.3f, %+.3f]</td><td class="num">%d</td><td class="num">%d</td><td class="num">%d</td><td class="num">%d</td></tr>`,
@@ -107,7 +110,7 @@ td,th{border:1px solid #ddd;padding:2px 6px}td.num{text-align:right;font-variant
 			}
 		}
 	}
-	b.WriteString(`<p class="note">Means and differences are over the samples both sides scored validly; the CI resamples those samples with their two scores together (paired bootstrap, 1000 resamples, fixed seed).</p></body></html>`)
+	b.WriteString(`<p class="note">Means and differences are over the samples both sides scored validly, unless a note says a scorer's are the rows' own aggregates; the CI resamples those samples with their two scores together (paired bootstrap, 1000 resamples, fixed seed).</p></body></html>`)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -306,7 +306,7 @@ func metricsTable(ev *journal.Eval) string {
 			}
 		case m.N > 0:
 			// The scorer declined one number: say why under the table.
-			notes = append(notes, fmt.Sprintf(`<p class="note">%s: no single value: %s</p>`, esc(m.Scorer), esc(fmt.Sprint(m.Details[sdk.NoValueKey]))))
+			notes = append(notes, fmt.Sprintf(`<p class="note">%s: no single value: %s</p>`, esc(m.Scorer), esc(sdk.NoValueReason(m.Details))))
 		}
 		fmt.Fprintf(&b, `<tr><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%d</td><td class="num">%d</td></tr>`,
 			esc(m.Scorer), val, ci(m), m.N, m.Invalid)
@@ -428,7 +428,11 @@ func (p *page) ablation() {
 				if control != nil && control != ev && ev.Outcome.Error == "" && i < len(control.Metrics) && control.Metrics[i].HasValue() {
 					d = fmt.Sprintf("%+.3f", m.Value-control.Metrics[i].Value)
 				}
-				p.printf(`<td class="num">%.3f</td><td class="num delta">%s</td>`, m.Value, d)
+				mark := ""
+				if m.Recomputed {
+					mark = "<sup>†</sup>"
+				}
+				p.printf(`<td class="num">%.3f%s</td><td class="num delta">%s</td>`, m.Value, mark, d)
 			}
 			p.raw(`</tr>`)
 		}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -139,7 +140,65 @@ func LoadIndexDetails(ctx context.Context, st *store.Store, runID string, evalNa
 }
 
 func load(ctx context.Context, st *store.Store, runID string, evalNames []string, details bool, budget int) (*Run, error) {
-	return loadWith(ctx, st, runID, evalNames, func(ev *Eval) error { return loadEval(ctx, st, runID, ev, details, budget) })
+	run, err := loadWith(ctx, st, runID, evalNames, func(ev *Eval) error { return loadEval(ctx, st, runID, ev, details, budget) })
+	if err != nil {
+		return nil, err
+	}
+	withdrawRecomputed(run.Evals)
+	return run, nil
+}
+
+// NotMean says why m, scorer i's journaled aggregate of row e, is not the
+// mean of the row's valid sample scores, or "" when it is; checked is
+// false when m cannot tell (recomputed, failed, or no valid score). Only a
+// mean-aggregating scorer's sample scores can stand for its metric
+// (compared sample by sample, or averaged for a row that did not finish).
+// It checks the number rather than trusting a scorer kind.
+func NotMean(m Metric, e *Eval, i int) (why string, checked bool) {
+	switch {
+	case m.Recomputed || m.N == 0:
+		return "", false
+	case sdk.NoValue(m.Details):
+		return fmt.Sprintf("the scorer gives a row no single value (%s)", sdk.NoValueReason(m.Details)), true
+	}
+	sum, n := 0.0, 0
+	for _, s := range e.Samples {
+		if i < len(s.Scores) && s.Scores[i].Has && !s.Scores[i].Invalid {
+			sum += s.Scores[i].Value
+			n++
+		}
+	}
+	if n == 0 {
+		return "", false
+	}
+	if mean := sum / float64(n); math.Abs(mean-m.Value) > 1e-9*max(1, math.Abs(m.Value)) {
+		return fmt.Sprintf("the scorer's aggregate (%.4g) is not the mean of its sample scores (%.4g)", m.Value, mean), true
+	}
+	return "", true
+}
+
+// withdrawRecomputed takes back the plain mean recompute gave a row that
+// journaled no aggregate (it did not finish) wherever another row of the
+// run shows that its scorer's aggregate is no mean (corpus BLEU, XLBench
+// declining a value): that mean would stand in the row's value column for
+// a number its scorer never gives.
+func withdrawRecomputed(evs []*Eval) {
+	notMean := map[string]string{}
+	for _, ev := range evs {
+		for i, m := range ev.Metrics {
+			if why, _ := NotMean(m, ev, i); why != "" {
+				notMean[m.Scorer] = why
+			}
+		}
+	}
+	for _, ev := range evs {
+		for i := range ev.Metrics {
+			m := &ev.Metrics[i]
+			if why := notMean[m.Scorer]; m.Recomputed && why != "" {
+				m.Details = sdk.WithoutValue(m.Details, "the row did not finish, so it journaled no aggregate, and the mean of its sample scores is not one: on another row, "+why)
+			}
+		}
+	}
 }
 
 // loadWith reads run runID's evals (those of evalNames when given), each

@@ -375,8 +375,9 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 		}
 	}
 	means := s.means(groups, order, cells)
+	noValue := s.noValue(groups, means)
 	value, lo, hi := 0.0, 0.0, 0.0
-	if len(means) <= 1 {
+	if noValue == "" {
 		for _, k := range macro {
 			value += *cells[k].value
 		}
@@ -401,13 +402,30 @@ func (s *Scorer) Aggregate(ctx context.Context, req *sdk.AggregateRequest) (*sdk
 		"value":           "the row's one scenario and language: the macro mean over its subtasks of the 0–1 metrics (MAE excluded), as in means; interval: bootstrap over samples, recomputed the same way. A row of more than one scenario or language has no value: the paper's means are per scenario and language, never pooled across languages (see means and the tables)",
 		"means":           means,
 	}
-	if len(means) > 1 {
-		details = sdk.WithoutValue(details, fmt.Sprintf("the row has %d means (%s), one per scenario and language; XLBench never pools them into one number: see means and the tables", len(means), strings.Join(slices.Sorted(maps.Keys(means)), ", ")))
+	if noValue != "" {
+		details = sdk.WithoutValue(details, noValue)
 	}
 	return &sdk.AggregateResponse{
 		Value: value, N: len(req.Scores), Invalid: invalid, CILow: lo, CIHigh: hi,
 		Details: sdk.WithTables(details, tables...),
 	}, nil
+}
+
+// noValue says why a row has no one value, or "" when it has one: its
+// samples are of one scenario and language, which has a mean (a row of
+// rating_score alone has only an MAE, shown raw in the tables).
+func (s *Scorer) noValue(groups map[string]*group, means map[string]float64) string {
+	pairs := map[string]bool{}
+	for _, g := range groups {
+		pairs[g.scenario+"/"+g.lang] = true
+	}
+	switch {
+	case len(pairs) > 1:
+		return fmt.Sprintf("the row is of %d scenario-language pairs (%s); XLBench's means are per scenario and language, never pooled into one number: see means and the tables", len(pairs), strings.Join(slices.Sorted(maps.Keys(pairs)), ", "))
+	case len(means) == 0:
+		return "the row has no subtask scored 0–1 to take a mean of (an MAE is shown raw in the tables, never averaged)"
+	}
+	return ""
 }
 
 // means are the macro means of the 0–1 subtask scores per scenario and
