@@ -43,15 +43,20 @@ func TestReplayReadsProgressUnderLock(t *testing.T) {
 	}
 	a.fmu.Unlock()
 	// A dead process's big segment, sorted first, keeps the opener busy.
-	log := []byte(logMagic)
+	log := newTestLog(false)
+	var recs [][]byte
 	for i := range 150000 {
 		rec, err := encodeRecord([]row{{table: attemptsTable, args: []any{fmt.Sprintf("dead-%d", i), 1, "200", 1.0, ""}}}, time.Now().UnixNano())
 		if err != nil {
 			t.Fatal(err)
 		}
-		log = append(log, rec...)
+		if recs = append(recs, rec); len(recs) == 64 {
+			log.batch(recs...)
+			recs = recs[:0]
+		}
 	}
-	if err := os.WriteFile(filepath.Join(path+logDirSuffix, "00000000-dead.log"), log, 0o644); err != nil {
+	log.batch(recs...)
+	if err := os.WriteFile(filepath.Join(path+logDirSuffix, "00000000-dead.log"), log.b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	type res struct {

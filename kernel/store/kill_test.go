@@ -114,6 +114,10 @@ func testKillDuringWrites(t *testing.T, sync Sync) {
 	if left, _ := filepath.Glob(filepath.Join(path+logDirSuffix, "*.log")); len(left) != 0 {
 		t.Errorf("the dead processes' logs were not fed and removed: %v", left)
 	}
+	// A kill leaves a torn tail at worst, never damage.
+	if kept, _ := filepath.Glob(filepath.Join(path+logDirSuffix, "*"+damagedSuffix)); len(kept) != 0 {
+		t.Errorf("a killed process's log was taken for a damaged one: %v", kept)
+	}
 	if !t.Failed() {
 		t.Logf("%d acknowledged responses over 3 kills, all present", len(acknowledged))
 	}

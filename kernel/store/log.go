@@ -68,6 +68,7 @@ const (
 type segment struct {
 	name string // base name: the key in journal_logs
 	f    *os.File
+	id   [segmentIDBytes]byte // random: every batch header's checksum covers it
 	// reserved is the end of the zeroed, synced space; the appender's.
 	reserved int64
 	// Guarded by Store.fmu:
@@ -237,7 +238,16 @@ func (s *Store) appendBatch(batch []*logOp, buf []byte) ([]byte, error) {
 	}
 	// seg.size is the appender's to write; the feeder only reads it, under
 	// fmu, and the appender changes it only under fmu below.
-	err := seg.reserve(seg.size + int64(total))
+	err := seg.reserve(seg.size + batchHeaderBytes + int64(total))
+	// The batch's header says the file up to here is synced, which the
+	// reader takes as proof that a bad record before it is damage, not a
+	// torn tail: true, as this goroutine alone appends, and only once the
+	// last batch's sync has returned (or, under SyncOS, its writes).
+	var flags uint32
+	if s.sync == SyncBatch {
+		flags = batchSynced
+	}
+	buf = appendBatchHeader(buf, &seg.id, seg.size, int64(total), flags)
 	// Short records go out together from buf, in one write; a long one
 	// (a long context's request) is written from its own record rather
 	// than copied once more: 64 long answers arriving at once would
@@ -274,7 +284,7 @@ func (s *Store) appendBatch(batch []*logOp, buf []byte) ([]byte, error) {
 		s.seg = nil
 		return buf, fmt.Errorf("journal log %s: %w", filepath.Join(s.logDir, seg.name), err)
 	}
-	end := seg.size
+	end := seg.size + batchHeaderBytes
 	for _, op := range batch {
 		end += int64(len(op.rec))
 		s.queue = append(s.queue, fedItem{seg: seg, end: end, rows: op.rows, at: op.at, size: len(op.rec)})
@@ -356,7 +366,9 @@ func tryNewSegment(dir string) (*segment, error) {
 		f.Close()
 		return nil, errSegmentTaken
 	}
-	if _, err := f.WriteString(logMagic); err != nil {
+	seg := &segment{name: name, f: f, size: int64(logHeaderBytes), fed: int64(logHeaderBytes), reserved: int64(logHeaderBytes)}
+	rand.Read(seg.id[:])
+	if _, err := f.Write(append([]byte(logMagic), seg.id[:]...)); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return nil, err
@@ -372,12 +384,12 @@ func tryNewSegment(dir string) (*segment, error) {
 		os.Remove(path)
 		return nil, err
 	}
-	return &segment{name: name, f: f, size: int64(len(logMagic)), fed: int64(len(logMagic)), reserved: int64(len(logMagic))}, nil
+	return seg, nil
 }
 
 // reserve makes sure the file is zeroed and synced up to at least end,
-// extending it by reserveBytes at a time. A reader takes a zero length for
-// the end of the log.
+// extending it by reserveBytes at a time. A reader takes a header of zeros
+// with no valid batch after it for the end of the log.
 func (seg *segment) reserve(end int64) error {
 	if end <= seg.reserved {
 		return nil
@@ -873,7 +885,7 @@ func (s *Store) replaySegment(ctx context.Context, name string) error {
 		batch = batch[:0]
 		return err
 	}
-	_, err = readLog(f, from, func(r logRecord) error {
+	scan, err := readLog(f, from, func(r logRecord) error {
 		batch = append(batch, fedItem{seg: seg, end: r.end, rows: r.rows, at: r.at})
 		if len(batch) >= replayBatch {
 			return flush()
@@ -890,11 +902,46 @@ func (s *Store) replaySegment(ctx context.Context, name string) error {
 	if err := s.syncWAL(); err != nil {
 		return fmt.Errorf("journal log %s: before removing it: %w", path, err)
 	}
-	if err := os.Remove(path); err != nil {
+	if len(scan.damage) > 0 {
+		// Kept under a name replay passes over: fed, it must not be fed
+		// again, but what the damage held is for someone to look at.
+		kept := path + damagedSuffix
+		if err := os.Rename(path, kept); err != nil {
+			return fmt.Errorf("journal log %s: keep it, damaged: %w", path, err)
+		}
+		if err := syncDir(s.logDir); err != nil {
+			return fmt.Errorf("journal log %s: keep it, damaged: %w", path, err)
+		}
+		s.warnDamage(path, kept, from, scan.damage)
+	} else if err := os.Remove(path); err != nil {
 		return fmt.Errorf("journal log %s: %w", path, err)
 	}
 	return s.internalWrite(&writeOp{exec: func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM journal_logs WHERE name = $1`, name)
 		return err
 	}, done: make(chan error, 1)})
+}
+
+// damagedSuffix is added to the name of a log found damaged once it is fed.
+const damagedSuffix = ".damaged"
+
+// warnDamage says what damage in the log at path, fed from offset from on
+// and now kept at kept, cost: the records in a damaged region are lost,
+// unless the log had been fed past it (by its process, from memory).
+func (s *Store) warnDamage(path, kept string, from int64, damage []logDamage) {
+	for _, d := range damage {
+		args := []any{"log", path, "offset", d.off, "bytes", d.size, "kept_as", kept}
+		switch {
+		case d.off+d.size <= from:
+			s.log.Warn("journal log damaged (a disk fault or a stray write) where its records had been fed to the journal before: nothing is lost", args...)
+		case d.synced:
+			s.log.Warn("journal log damaged inside the part that had been synced (a disk fault or a stray write, not a cut-off last write): "+
+				"the records there are lost, and the samples they held will be asked again when the run is resumed; "+
+				"every valid record before and after the damage is in the journal", args...)
+		default:
+			s.log.Warn("journal log damaged before records written after it: it was written with journal_sync = \"os\", and an OS crash or a power loss "+
+				"can do this (as can a disk fault); the records there are lost, and the samples they held will be asked again when the run is resumed; "+
+				"every valid record before and after the damage is in the journal", args...)
+		}
+	}
 }

@@ -11,29 +11,81 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hayloft/hayloft/sdk"
 )
+
+// testLog builds a log file as the appender writes it, records in
+// batches, one per group commit; v1, as the release before batches wrote
+// it (HAYLOG1: the records alone).
+type testLog struct {
+	b     []byte
+	id    [segmentIDBytes]byte
+	v1    bool
+	flags uint32 // of the batches to come
+}
+
+func newTestLog(v1 bool) *testLog {
+	l := &testLog{v1: v1, flags: batchSynced}
+	if v1 {
+		l.b = []byte(logMagicV1)
+		return l
+	}
+	copy(l.id[:], "seg-id-1")
+	l.b = append([]byte(logMagic), l.id[:]...)
+	return l
+}
+
+// batch appends recs as one group commit and returns where each starts.
+func (l *testLog) batch(recs ...[]byte) []int {
+	if !l.v1 {
+		n := 0
+		for _, r := range recs {
+			n += len(r)
+		}
+		l.b = appendBatchHeader(l.b, &l.id, int64(len(l.b)), int64(n), l.flags)
+	}
+	starts := make([]int, len(recs))
+	for i, r := range recs {
+		starts[i] = len(l.b)
+		l.b = append(l.b, r...)
+	}
+	return starts
+}
 
 // tornFixture is a closed journal holding one run and eval, and the log a
 // process killed before feeding it would leave: a header and records,
 // each a response with its attempt and sample as the runner's Puts frame
-// them, then one failure (short, so that cutting it at every offset is
-// quick).
+// them, two to a group commit, then one failure alone in the last (short,
+// so that cutting it at every offset is quick).
 type tornFixture struct {
 	db      []byte // the database file
 	run     string
 	log     []byte
 	keys    []string // of the records, in order
-	ends    []int    // where each response's record ends
-	lastOff int      // where the last record (the failure) starts
+	starts  []int    // where each response's record starts
+	ends    []int    // and ends
+	batches []int    // where each batch starts (a version 2 log), the failure's last
+	lastOff int      // where the last batch (version 1: record) starts: the failure's
+	l       *testLog // that built log, for more batches
 }
 
 func newTornFixture(t *testing.T, records int) *tornFixture {
+	return buildTornFixture(t, records, newTestLog(false))
+}
+
+// newTornFixtureV1 is newTornFixture with a log of format version 1.
+func newTornFixtureV1(t *testing.T, records int) *tornFixture {
+	return buildTornFixture(t, records, newTestLog(true))
+}
+
+func buildTornFixture(t *testing.T, records int, l *testLog) *tornFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -56,8 +108,9 @@ func newTornFixture(t *testing.T, records int) *tornFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &tornFixture{db: db, run: run, log: []byte(logMagic)}
+	f := &tornFixture{db: db, run: run}
 	k := mustKeyer(t, testIdentity())
+	var recs [][]byte
 	for i := range records {
 		r := mustKeyed(t, k, testRequest(i))
 		resp := &sdk.GenerateResponse{Text: fmt.Sprintf("answer %d", i), FinishReason: "stop", Attempts: []sdk.Attempt{{Status: 200}},
@@ -78,21 +131,40 @@ func newTornFixture(t *testing.T, records int) *tornFixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.log = append(f.log, rec...)
+		recs = append(recs, rec)
 		f.keys = append(f.keys, r.Key)
-		f.ends = append(f.ends, len(f.log))
+	}
+	for i := 0; i < len(recs); i += 2 {
+		f.batches = append(f.batches, len(l.b))
+		for j, at := range l.batch(recs[i:min(i+2, len(recs))]...) {
+			f.starts = append(f.starts, at)
+			f.ends = append(f.ends, at+len(recs[i+j]))
+		}
 	}
 	rec, err := encodeRecord([]row{{table: failuresTable, args: []any{run, "e", "last", "k", CodeTimeout, "slow"}}}, time.Now().UnixNano())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.lastOff = len(f.log)
-	f.log = append(f.log, rec...)
+	f.lastOff = len(l.b)
+	f.batches = append(f.batches, len(l.b))
+	l.batch(rec)
+	f.log, f.l = l.b, l
 	return f
 }
 
 // open writes the journal with the log cut to n bytes and opens it.
 func (f *tornFixture) open(t *testing.T, n int) (*Store, string) {
+	t.Helper()
+	s, path, err := f.openLog(t, f.log[:n], nil)
+	if err != nil {
+		t.Fatalf("open with the log cut at %d of %d bytes: %v", n, len(f.log), err)
+	}
+	return s, path
+}
+
+// openLog writes the journal with log as a dead process's segment,
+// dead-1.log, and opens it with logger.
+func (f *tornFixture) openLog(t *testing.T, log []byte, logger hclog.Logger) (*Store, string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "j.db")
@@ -102,57 +174,151 @@ func (f *tornFixture) open(t *testing.T, n int) (*Store, string) {
 	if err := os.MkdirAll(path+logDirSuffix, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(path+logDirSuffix, "dead-1.log"), f.log[:n], 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(path+logDirSuffix, "dead-1.log"), log, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatalf("open with the log cut at %d of %d bytes: %v", n, len(f.log), err)
-	}
-	return s, path
+	s, err := OpenWith(context.Background(), path, Options{Logger: logger})
+	return s, path, err
 }
 
-// Cutting the log anywhere in its last record (a torn tail after kill -9)
-// loses that record only: opening never fails, every earlier record is
-// fed, and the log is removed.
-func TestTornTailAtEveryOffset(t *testing.T) {
-	f := newTornFixture(t, 3)
+// present reports which of the fixture's responses, and whether its
+// failure, the journal s holds.
+func (f *tornFixture) present(t *testing.T, s *Store) (responses []bool, failure bool) {
+	t.Helper()
 	ctx := context.Background()
-	for n := f.lastOff; n <= len(f.log); n++ {
-		s, path := f.open(t, n)
-		for i, key := range f.keys {
-			if _, ok, err := s.LookupResponse(ctx, key); err != nil || !ok {
-				t.Fatalf("log cut at %d of %d: response %d lost (err %v)", n, len(f.log), i, err)
-			}
-		}
-		if samples, err := s.Samples(ctx, f.run, "e"); err != nil || len(samples) != len(f.keys) {
-			t.Fatalf("log cut at %d: %d samples, want %d (err %v)", n, len(samples), len(f.keys), err)
-		}
-		failures, err := s.Failures(ctx, f.run, "e")
+	for _, key := range f.keys {
+		_, ok, err := s.LookupResponse(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := n == len(f.log); (len(failures) == 1) != want {
-			t.Fatalf("log cut at %d of %d: last record present = %v, want %v", n, len(f.log), len(failures) == 1, want)
+		responses = append(responses, ok)
+	}
+	samples, err := s.Samples(ctx, f.run, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A response and its sample are one record: they come and go together.
+	if n := count(responses); len(samples) != n {
+		t.Fatalf("%d samples for %d responses", len(samples), n)
+	}
+	failures, err := s.Failures(ctx, f.run, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return responses, len(failures) == 1
+}
+
+func count(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
 		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
+	}
+	return n
+}
+
+// warnings is a logger for Options.Logger that keeps what it is told.
+type warnings struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *warnings) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *warnings) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+func (w *warnings) logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Output: w, Level: hclog.Warn})
+}
+
+// Cutting the log anywhere in its last batch (a torn tail after kill -9,
+// or a power loss that left the zeros reserved past it) loses that batch
+// only: opening never fails, nor warns, every earlier record is fed, and
+// the log is removed. The same for a version 1 log cut in its last record.
+func TestTornTailAtEveryOffset(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		f      *tornFixture
+		zeroed int // bytes of zeros after the cut
+	}{
+		{"v2", newTornFixture(t, 3), 0},
+		{"v2 reserved", newTornFixture(t, 3), 4096},
+		{"v1", newTornFixtureV1(t, 3), 0},
+		{"v1 reserved", newTornFixtureV1(t, 3), 4096},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.f
+			for n := f.lastOff; n <= len(f.log); n++ {
+				var w warnings
+				log := append(slices.Clip(f.log[:n]), make([]byte, c.zeroed)...)
+				s, path, err := f.openLog(t, log, w.logger())
+				if err != nil {
+					t.Fatalf("log cut at %d of %d: %v", n, len(f.log), err)
+				}
+				responses, failure := f.present(t, s)
+				if count(responses) != len(f.keys) {
+					t.Fatalf("log cut at %d of %d: responses present %v", n, len(f.log), responses)
+				}
+				if want := n == len(f.log); failure != want {
+					t.Fatalf("log cut at %d of %d: last record present = %v, want %v", n, len(f.log), failure, want)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if left, _ := os.ReadDir(path + logDirSuffix); len(left) != 0 {
+					t.Fatalf("log cut at %d: %d files left in the log directory after replay", n, len(left))
+				}
+				if w.String() != "" {
+					t.Fatalf("log cut at %d: a torn tail warned: %s", n, w.String())
+				}
+			}
+		})
+	}
+}
+
+// Any byte of the last batch damaged (a power loss persists its pages in
+// any order, some not at all) is a torn tail too: that batch is dropped,
+// silently, and nothing before it.
+func TestTornTailWithFlippedBytes(t *testing.T) {
+	f := newTornFixture(t, 3)
+	for i := f.lastOff; i < len(f.log); i++ {
+		var w warnings
+		log := append(bytes.Clone(f.log), make([]byte, 1024)...)
+		log[i] ^= 0xff
+		s, path, err := f.openLog(t, log, w.logger())
+		if err != nil {
+			t.Fatalf("byte %d flipped: %v", i, err)
 		}
-		if left, _ := os.ReadDir(path + logDirSuffix); len(left) != 0 {
-			t.Fatalf("log cut at %d: %d files left in the log directory after replay", n, len(left))
+		responses, failure := f.present(t, s)
+		if count(responses) != len(f.keys) || failure {
+			t.Fatalf("byte %d flipped: responses %v, failure %v; want all, and no failure", i, responses, failure)
+		}
+		s.Close()
+		if left, _ := os.ReadDir(path + logDirSuffix); len(left) != 0 || w.String() != "" {
+			t.Fatalf("byte %d flipped: %d files left, warned %q", i, len(left), w.String())
 		}
 	}
 }
 
 // A log cut inside its header, or empty, holds nothing and opens cleanly.
 func TestTornHeader(t *testing.T) {
-	f := newTornFixture(t, 1)
-	for n := range len(logMagic) {
-		s, _ := f.open(t, n)
-		if _, ok, err := s.LookupResponse(context.Background(), f.keys[0]); err != nil || ok {
-			t.Fatalf("cut at %d: ok=%v err=%v", n, ok, err)
+	for _, f := range []*tornFixture{newTornFixture(t, 1), newTornFixtureV1(t, 1)} {
+		for n := range f.starts[0] {
+			s, _ := f.open(t, n)
+			if _, ok, err := s.LookupResponse(context.Background(), f.keys[0]); err != nil || ok {
+				t.Fatalf("cut at %d: ok=%v err=%v", n, ok, err)
+			}
+			s.Close()
 		}
-		s.Close()
 	}
 }
 
@@ -209,7 +375,8 @@ func TestCorruptRecordIsAnError(t *testing.T) {
 	fixed.Write(rec[:4])
 	fixed.Write(crcBytes(payload))
 	fixed.Write(payload)
-	f.log = append(f.log, fixed.Bytes()...)
+	off := f.l.batch(fixed.Bytes())[0]
+	f.log = f.l.b
 	dir := t.TempDir()
 	path := filepath.Join(dir, "j.db")
 	os.WriteFile(path, f.db, 0o644)
@@ -217,8 +384,9 @@ func TestCorruptRecordIsAnError(t *testing.T) {
 	logPath := filepath.Join(path+logDirSuffix, "dead-2.log")
 	os.WriteFile(logPath, f.log, 0o644)
 	_, err = Open(context.Background(), path)
-	if err == nil || !strings.Contains(err.Error(), "dead-2.log") || !strings.Contains(err.Error(), "unknown table 99") {
-		t.Fatalf("Open = %v, want an error naming the log and the bad record", err)
+	if err == nil || !strings.Contains(err.Error(), "dead-2.log") || !strings.Contains(err.Error(), "unknown table 99") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("offset %d:", off)) {
+		t.Fatalf("Open = %v, want an error naming the log, the bad record and its offset %d", err, off)
 	}
 	if _, err := os.Stat(logPath); err != nil {
 		t.Fatalf("the corrupt log was not kept: %v", err)

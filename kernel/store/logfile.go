@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,7 +15,17 @@ import (
 
 // The journal's durability lives in an append-only log, one file per
 // process at a time (see log.go for who writes and feeds it). This file is
-// the log's format: a header, then records, each
+// the log's format (version 2): a header, the magic then a random segment
+// id of segmentIDBytes, then batches, one per group commit, each a batch
+// header then its records:
+//
+//	marker  [4]byte    batchMarker
+//	flags   uint32 LE  batchSynced: the file was fdatasynced up to start
+//	start   uint64 LE  this header's own offset: the end of the last batch
+//	length  uint64 LE  bytes of records that follow the header
+//	crc     uint32 LE  CRC-32C of the segment id, then of the 24 bytes above
+//
+// and each record
 //
 //	length  uint32 LE  bytes of payload
 //	crc     uint32 LE  CRC-32C of payload
@@ -23,15 +34,63 @@ import (
 // and each row is its table's id, the number of values, then the values
 // (a type byte and the value; NULL is a type byte alone). A row carries
 // every column its table has in this build (samples' grid point,
-// responses' cached_tokens), so the feed writes what a direct write would. A record is one Put call's rows, which
-// count together or not at all. A record cut short by kill -9 (a torn
-// tail) fails its length or checksum and ends the log: it was never
-// acknowledged, because a Put returns only after its record is synced.
-// The file is zeroed ahead of its records (segment.reserve), so a length of
-// zero also ends the log.
+// responses' cached_tokens), so the feed writes what a direct write would.
+// A record is one Put call's rows, which count together or not at all.
+//
+// Why batches: a record that fails its length or checksum is either the
+// torn tail of the last group commit (kill -9 mid-write, or a power loss,
+// after which that batch's pages may persist in any order; none of it was
+// acknowledged, since a Put returns only after its batch is synced), or
+// damage to a part of the file that had been synced and acknowledged (a
+// bad sector, a stray write). Records alone cannot tell the two apart, and
+// version 1 took every bad record for a torn tail: the acknowledged records
+// after it were dropped without a word. The appender writes a batch only
+// once the sync of the one before it has returned (under SyncOS, its
+// writes), so a valid batch header at start proves that everything before
+// start had been synced (written): a bad record or header with a valid
+// batch header after it is damage, reported, and the batches after it are
+// read on; one without is the torn tail, dropped silently. The header's
+// checksum covers the segment id and its own offset, so neither junk that
+// happens to hold the marker, nor text a model wrote, nor a header copied
+// from another segment or another place passes for one. The file is zeroed
+// ahead of its batches (segment.reserve), so the log normally ends at a
+// header of zeros with no valid header after it.
+//
+// The proof comes only from the batch after: damage in the last batch but
+// one, with the last batch's header torn too, reads as the torn tail.
+//
+// Version 1 (HAYLOG1, the records without batches and the segment id) is
+// still read, as it always was: up to the first bad record.
 
-// logMagic opens every log file; the digit is the format's version.
-const logMagic = "HAYLOG1\n"
+// The magic opens every log file; the digit is the format's version.
+const (
+	logMagic   = "HAYLOG2\n"
+	logMagicV1 = "HAYLOG1\n"
+)
+
+// segmentIDBytes is the size of the random id after the magic.
+const segmentIDBytes = 8
+
+// logHeaderBytes is where a version 2 file's first batch starts.
+const logHeaderBytes = len(logMagic) + segmentIDBytes
+
+// batchMarker opens a batch header. Read as a record length it is beyond
+// maxRecord, and 0xff never occurs in UTF-8, so text (most of what the
+// records hold) never contains it.
+const batchMarker = "\xffHLB"
+
+// batchHeaderBytes is the size of a batch header.
+const batchHeaderBytes = 28
+
+// Batch header flags.
+const (
+	// batchSynced: the appender synced the file up to the batch's start
+	// before writing it (SyncBatch). Without it (SyncOS) the bytes before
+	// were only written: they survive kill -9, not a power loss.
+	batchSynced uint32 = 1 << iota
+
+	batchFlags = batchSynced // every flag this build knows
+)
 
 // maxRecord bounds one record's payload: a length beyond it is a torn or
 // corrupt header, not a record to allocate for. A 128K-token request is
@@ -221,6 +280,22 @@ func decodeRecord(p []byte) (rows []row, at int64, err error) {
 	return rows, at, nil
 }
 
+// appendBatchHeader appends the header of a batch of length bytes of
+// records at offset start of the segment id.
+func appendBatchHeader(b []byte, id *[segmentIDBytes]byte, start, length int64, flags uint32) []byte {
+	h := len(b)
+	b = append(b, batchMarker...)
+	b = binary.LittleEndian.AppendUint32(b, flags)
+	b = binary.LittleEndian.AppendUint64(b, uint64(start))
+	b = binary.LittleEndian.AppendUint64(b, uint64(length))
+	return binary.LittleEndian.AppendUint32(b, batchCRC(id, b[h:]))
+}
+
+// batchCRC is the checksum of a batch header whose first 24 bytes are head.
+func batchCRC(id *[segmentIDBytes]byte, head []byte) uint32 {
+	return crc32.Update(crc32.Checksum(id[:], crcTable), crcTable, head)
+}
+
 // logRecord is one record read back from a log file, and the offset just
 // past it.
 type logRecord struct {
@@ -229,30 +304,287 @@ type logRecord struct {
 	end  int64
 }
 
+// logDamage is a region of a log file that does not read back although a
+// valid batch header after it proves it was written before that batch:
+// the records in it are lost.
+type logDamage struct {
+	off, size int64
+	// synced: the batch header that proves the region written says it was
+	// also fdatasynced. A region that was only written (SyncOS) can be
+	// lost to an OS crash or a power loss without any fault of the disk.
+	synced bool
+}
+
+// logScan is what readLog found in a log file.
+type logScan struct {
+	end    int64       // where the valid log ends: past it, the torn tail
+	damage []logDamage // in order of offset
+}
+
 // readLog reads the records of the log file f that start at or after
-// offset from (0: the first), calling fn for each in order. It stops
-// without error at the first record that is incomplete or fails its
-// checksum (a torn tail), and returns the offset where the valid log ends.
-// A record that passes its checksum but does not decode is an error naming
-// its offset.
-func readLog(f *os.File, from int64, fn func(logRecord) error) (end int64, err error) {
+// offset from (0: the first), calling fn for each in order, and returns
+// where the valid log ends. A record or batch header that is incomplete or
+// fails its checksum is the torn tail, and ends the log without error,
+// unless a valid batch header follows it: then it is damage, returned in
+// the scan, and the records after it are read on. A record that passes its
+// checksum but does not decode is an error naming its offset.
+func readLog(f *os.File, from int64, fn func(logRecord) error) (logScan, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0, err
+		return logScan{}, err
 	}
-	br := bufio.NewReaderSize(f, 1<<20)
-	magic := make([]byte, len(logMagic))
-	if _, err := io.ReadFull(br, magic); err != nil {
+	var head [logHeaderBytes]byte
+	if _, err := io.ReadFull(f, head[:len(logMagic)]); err != nil {
 		// A file cut inside its header was created and killed before any
 		// record was synced.
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil
+			return logScan{}, nil
 		}
-		return 0, err
+		return logScan{}, err
 	}
-	if string(magic) != logMagic {
-		return 0, fmt.Errorf("not a hayloft journal log (header %q)", magic)
+	switch string(head[:len(logMagic)]) {
+	case logMagicV1:
+		end, err := readLogV1(f, from, fn)
+		return logScan{end: end}, err
+	case logMagic:
+	default:
+		return logScan{}, fmt.Errorf("not a hayloft journal log (header %q)", head[:len(logMagic)])
 	}
-	off := int64(len(logMagic))
+	if _, err := io.ReadFull(f, head[len(logMagic):]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return logScan{}, nil
+		}
+		return logScan{}, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return logScan{}, err
+	}
+	r := &logReader{f: f, size: fi.Size(), from: from, fn: fn}
+	copy(r.id[:], head[len(logMagic):])
+	r.br = bufio.NewReaderSize(nil, 1<<20)
+	return r.read()
+}
+
+// logReader reads a version 2 log file.
+type logReader struct {
+	f    io.ReaderAt
+	size int64
+	id   [segmentIDBytes]byte
+	from int64
+	fn   func(logRecord) error
+	br   *bufio.Reader // reads on from where seek put it
+	buf  []byte        // the last record's payload
+	head [8]byte       // its framing: here, not on the heap per record
+}
+
+func (r *logReader) seek(off int64) {
+	r.br.Reset(io.NewSectionReader(r.f, off, r.size-off))
+}
+
+func (r *logReader) read() (logScan, error) {
+	var scan logScan
+	var head [batchHeaderBytes]byte
+	off := int64(logHeaderBytes)
+	r.seek(off)
+	for {
+		// Fewer bytes than a header hold no batch, and no later one.
+		if r.size-off < batchHeaderBytes {
+			scan.end = off
+			return scan, nil
+		}
+		if _, err := io.ReadFull(r.br, head[:]); err != nil {
+			return scan, err
+		}
+		length, _, ok := r.header(head[:], off)
+		if !ok {
+			// The zeros past the last batch, a torn header, or a damaged
+			// one: only a later batch tells the last from the others.
+			next, flags, err := r.resync(off + 1)
+			if err != nil {
+				return scan, err
+			}
+			if next < 0 {
+				scan.end = off
+				return scan, nil
+			}
+			scan.damaged(off, next, flags)
+			off = next
+			r.seek(off)
+			continue
+		}
+		end := off + batchHeaderBytes + length
+		bad, err := r.records(off+batchHeaderBytes, end)
+		if err != nil {
+			return scan, err
+		}
+		if bad < 0 {
+			off = end
+			continue
+		}
+		// A bad record in a batch whose header holds: the torn tail,
+		// unless a valid batch follows (at end, or past damage there).
+		next, flags, err := r.resync(end)
+		if err != nil {
+			return scan, err
+		}
+		if next < 0 {
+			scan.end = bad
+			return scan, nil
+		}
+		if err := r.salvage(&scan, bad, end, flags); err != nil {
+			return scan, err
+		}
+		if next > end {
+			scan.damaged(end, next, flags)
+		}
+		off = next
+		r.seek(off)
+	}
+}
+
+// header checks the batch header h read at offset at, and returns the
+// length of its records and its flags.
+func (r *logReader) header(h []byte, at int64) (length int64, flags uint32, ok bool) {
+	if string(h[:4]) != batchMarker || binary.LittleEndian.Uint32(h[24:28]) != batchCRC(&r.id, h[:24]) {
+		return 0, 0, false
+	}
+	flags = binary.LittleEndian.Uint32(h[4:8])
+	start := binary.LittleEndian.Uint64(h[8:16])
+	n := binary.LittleEndian.Uint64(h[16:24])
+	// A batch holds at least one record (a header and a time). One that
+	// runs past the end of the file was cut short.
+	if flags&^batchFlags != 0 || start != uint64(at) || n < 16 || n > uint64(r.size-at-batchHeaderBytes) {
+		return 0, 0, false
+	}
+	return int64(n), flags, true
+}
+
+// records reads the records of a batch, from off up to its end, and feeds
+// those at or after r.from to r.fn. It returns the offset of the first
+// record that is incomplete or fails its checksum, or -1 if all hold.
+// r.br must be at off.
+func (r *logReader) records(off, end int64) (bad int64, err error) {
+	for off < end {
+		n, ok, err := r.record(end - off)
+		if err != nil {
+			return off, err
+		}
+		if !ok {
+			return off, nil
+		}
+		next := off + 8 + int64(n)
+		if off >= r.from {
+			rows, at, err := decodeRecord(r.buf[:n])
+			if err != nil {
+				return off, fmt.Errorf("offset %d: %w", off, err)
+			}
+			if err := r.fn(logRecord{rows: rows, at: at, end: next}); err != nil {
+				return off, err
+			}
+		}
+		off = next
+	}
+	return -1, nil
+}
+
+// record reads one record of at most room bytes, framing included, into
+// r.buf and returns its payload's length; ok is false if it does not fit
+// or fails its checksum, and n is then the length its header claims.
+func (r *logReader) record(room int64) (n uint32, ok bool, err error) {
+	head := r.head[:]
+	if room < int64(len(head)) {
+		return 0, false, nil
+	}
+	if _, err := io.ReadFull(r.br, head); err != nil {
+		return 0, false, err
+	}
+	n = binary.LittleEndian.Uint32(head[0:4])
+	if n == 0 || n > maxRecord || int64(n) > room-8 {
+		return n, false, nil
+	}
+	if cap(r.buf) < int(n) {
+		r.buf = make([]byte, n)
+	}
+	p := r.buf[:n]
+	if _, err := io.ReadFull(r.br, p); err != nil {
+		return n, false, err
+	}
+	return n, crc32.Checksum(p, crcTable) == binary.LittleEndian.Uint32(head[4:8]), nil
+}
+
+// salvage reads on, past the bad record at bad, the rest of a batch that
+// ends at end and is known to have been synced: a record whose payload is
+// damaged still says where the next one starts. Each record that fails is
+// damage; one whose length is impossible leaves the rest of the batch
+// damaged.
+func (r *logReader) salvage(scan *logScan, bad, end int64, flags uint32) error {
+	for bad >= 0 {
+		r.seek(bad)
+		n, _, err := r.record(end - bad)
+		if err != nil {
+			return err
+		}
+		if n == 0 || n > maxRecord || int64(n) > end-bad-8 {
+			scan.damaged(bad, end, flags)
+			return nil
+		}
+		next := bad + 8 + int64(n)
+		scan.damaged(bad, next, flags)
+		r.seek(next)
+		if bad, err = r.records(next, end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resyncChunk is how much of the file resync reads at a time.
+const resyncChunk = 1 << 20
+
+// resync finds the first valid batch header at or after from, and returns
+// its offset and flags, or -1 if there is none.
+func (r *logReader) resync(from int64) (int64, uint32, error) {
+	buf := make([]byte, min(resyncChunk, max(r.size-from, 0)))
+	for off := from; r.size-off >= batchHeaderBytes; {
+		b := buf[:min(int64(len(buf)), r.size-off)]
+		if _, err := r.f.ReadAt(b, off); err != nil {
+			return -1, 0, err
+		}
+		for i := 0; ; i++ {
+			j := bytes.Index(b[i:], []byte(batchMarker))
+			if j < 0 || i+j+batchHeaderBytes > len(b) {
+				break
+			}
+			i += j
+			if _, flags, ok := r.header(b[i:i+batchHeaderBytes], off+int64(i)); ok {
+				return off + int64(i), flags, nil
+			}
+		}
+		// The next chunk starts over the last header's worth of this
+		// one, for a header cut in two by the boundary.
+		off += max(int64(len(b))-(batchHeaderBytes-1), 1)
+	}
+	return -1, 0, nil
+}
+
+// damaged adds the region [off, end) to the scan's damage, merged with the
+// last region if they touch.
+func (s *logScan) damaged(off, end int64, flags uint32) {
+	synced := flags&batchSynced != 0
+	if k := len(s.damage) - 1; k >= 0 && s.damage[k].off+s.damage[k].size == off {
+		s.damage[k].size = end - s.damage[k].off
+		s.damage[k].synced = s.damage[k].synced && synced
+		return
+	}
+	s.damage = append(s.damage, logDamage{off: off, size: end - off, synced: synced})
+}
+
+// readLogV1 reads a version 1 log from just past its magic, as readLog
+// did before batches: it stops without error at the first record that is
+// incomplete or fails its checksum, taken for a torn tail.
+func readLogV1(f *os.File, from int64, fn func(logRecord) error) (end int64, err error) {
+	br := bufio.NewReaderSize(f, 1<<20)
+	off := int64(len(logMagicV1))
 	var head [8]byte
 	var buf []byte
 	for {

@@ -41,6 +41,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -79,6 +80,11 @@ const (
 // Options tune an open journal; the zero value is the default.
 type Options struct {
 	Sync Sync // "" is SyncBatch
+	// Logger hears what the journal recovers from without failing: a dead
+	// process's log damaged (a bad sector, a stray write) before records
+	// that follow it, whose lost records are named there. nil is
+	// hclog.Default(): such a loss must not pass unseen.
+	Logger hclog.Logger
 }
 
 // Store is an open journal. Create it with Open; close it with Close.
@@ -86,6 +92,7 @@ type Store struct {
 	path    string // as given, or a PostgreSQL DSN without its password
 	db      *sql.DB
 	dialect *dialect
+	log     hclog.Logger
 
 	// wconn is the writer goroutine's own connection, taken from db for the
 	// store's lifetime so writes never queue behind readers for a connection.
@@ -183,6 +190,9 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		path = DefaultPath
 	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.Default()
+	}
 	db, dl, name, logDir, err := openDB(ctx, path)
 	if err != nil {
 		return nil, err
@@ -216,6 +226,7 @@ func OpenWith(ctx context.Context, path string, opts Options) (*Store, error) {
 		wconn:       wconn,
 		stmts:       stmts,
 		dialect:     dl,
+		log:         opts.Logger,
 		inserts:     insertStmts{db: db, dialect: dl},
 		ops:         make(chan *writeOp),
 		closing:     make(chan struct{}),
