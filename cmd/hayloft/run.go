@@ -185,7 +185,7 @@ func (e *cliEnv) cmdRun(ctx context.Context, args []string) error {
 	opts.Shard = sh
 	// The first eval's plugin processes start while the journal opens.
 	pre := runner.Prefetch(ctx, opts, s.cfg)
-	st, err := openJournal(ctx, s.cfg.Settings)
+	st, err := openJournal(ctx, s.cfg.Settings, s.log)
 	if err != nil {
 		pre.Close()
 		return err
@@ -392,8 +392,10 @@ func pluginPositions(cfg *config.Config, err error) error {
 
 // openJournal opens the settings' journal with their journal_sync: every
 // command that journals responses or results counts them the same way.
-func openJournal(ctx context.Context, set config.Settings) (*store.Store, error) {
-	return store.OpenWith(ctx, set.Store, store.Options{Sync: store.Sync(set.JournalSync)})
+// What the journal recovers from (a dead process's damaged log) is said
+// through log, the command's own (nil: hclog's default, on stderr).
+func openJournal(ctx context.Context, set config.Settings, log hclog.Logger) (*store.Store, error) {
+	return store.OpenWith(ctx, set.Store, store.Options{Sync: store.Sync(set.JournalSync), Logger: log})
 }
 
 // closeJournal closes a run's journal and says on w when that failed. What

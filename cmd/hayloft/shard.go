@@ -56,7 +56,7 @@ func (e *cliEnv) cmdStatus(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	st, err := openJournal(ctx, cfg.Settings)
+	st, err := openJournal(ctx, cfg.Settings, nil)
 	if err != nil {
 		return err
 	}

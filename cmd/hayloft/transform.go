@@ -56,7 +56,7 @@ func (e *cliEnv) cmdTransform(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	st, err := openJournal(ctx, s.cfg.Settings)
+	st, err := openJournal(ctx, s.cfg.Settings, s.log)
 	if err != nil {
 		return err
 	}
