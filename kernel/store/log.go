@@ -932,6 +932,9 @@ func (s *Store) warnDamage(path, kept string, from int64, damage []logDamage) {
 	for _, d := range damage {
 		args := []any{"log", path, "offset", d.off, "bytes", d.size, "kept_as", kept}
 		switch {
+		case d.framing:
+			s.log.Warn("journal log damaged in its framing (the file's header or a batch header; a disk fault or a stray write): "+
+				"the records were read past it, and none is lost to it", args...)
 		case d.off+d.size <= from:
 			s.log.Warn("journal log damaged (a disk fault or a stray write) where its records had been fed to the journal before: nothing is lost", args...)
 		case d.synced:

@@ -21,9 +21,10 @@ import (
 //
 //	marker  [4]byte    batchMarker
 //	flags   uint32 LE  batchSynced: the file was fdatasynced up to start
+//	id      [8]byte    the segment id, as in the file's header
 //	start   uint64 LE  this header's own offset: the end of the last batch
 //	length  uint64 LE  bytes of records that follow the header
-//	crc     uint32 LE  CRC-32C of the segment id, then of the 24 bytes above
+//	crc     uint32 LE  CRC-32C of the 32 bytes above
 //
 // and each record
 //
@@ -49,10 +50,15 @@ import (
 // writes), so a valid batch header at start proves that everything before
 // start had been synced (written): a bad record or header with a valid
 // batch header after it is damage, reported, and the batches after it are
-// read on; one without is the torn tail, dropped silently. The header's
-// checksum covers the segment id and its own offset, so neither junk that
-// happens to hold the marker, nor text a model wrote, nor a header copied
-// from another segment or another place passes for one. The file is zeroed
+// read on; one without is the torn tail, dropped silently. A header counts
+// only if its checksum holds, its id is the segment's and its start is its
+// own offset, so neither junk that happens to hold the marker, nor text a
+// model wrote, nor a header copied from another segment or another place
+// passes for one. The id is in each header, not only under its checksum,
+// so that a header validates without the file's: a damaged byte of the
+// file's id (or magic) is told by the batch headers, which agree on
+// another id, and reported, rather than failing every header and making
+// the whole segment read as a torn tail (readLog, identify). The file is zeroed
 // ahead of its batches (segment.reserve), so the log normally ends at a
 // header of zeros with no valid header after it.
 //
@@ -80,7 +86,7 @@ const logHeaderBytes = len(logMagic) + segmentIDBytes
 const batchMarker = "\xffHLB"
 
 // batchHeaderBytes is the size of a batch header.
-const batchHeaderBytes = 28
+const batchHeaderBytes = 36
 
 // Batch header flags.
 const (
@@ -286,14 +292,37 @@ func appendBatchHeader(b []byte, id *[segmentIDBytes]byte, start, length int64, 
 	h := len(b)
 	b = append(b, batchMarker...)
 	b = binary.LittleEndian.AppendUint32(b, flags)
+	b = append(b, id[:]...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(start))
 	b = binary.LittleEndian.AppendUint64(b, uint64(length))
-	return binary.LittleEndian.AppendUint32(b, batchCRC(id, b[h:]))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[h:], crcTable))
 }
 
-// batchCRC is the checksum of a batch header whose first 24 bytes are head.
-func batchCRC(id *[segmentIDBytes]byte, head []byte) uint32 {
-	return crc32.Update(crc32.Checksum(id[:], crcTable), crcTable, head)
+// batchHeader is a batch header as read.
+type batchHeader struct {
+	id     [segmentIDBytes]byte
+	flags  uint32
+	length int64 // of its records
+}
+
+// parseBatchHeader checks h, read at offset at of a file of size bytes, for
+// a valid batch header of any segment.
+func parseBatchHeader(h []byte, at, size int64) (bh batchHeader, ok bool) {
+	const sum = batchHeaderBytes - 4
+	if string(h[:4]) != batchMarker || binary.LittleEndian.Uint32(h[sum:]) != crc32.Checksum(h[:sum], crcTable) {
+		return bh, false
+	}
+	bh.flags = binary.LittleEndian.Uint32(h[4:8])
+	copy(bh.id[:], h[8:16])
+	start := binary.LittleEndian.Uint64(h[16:24])
+	n := binary.LittleEndian.Uint64(h[24:32])
+	// A batch holds at least one record (a header and a time). One that
+	// runs past the end of the file was cut short.
+	if bh.flags&^batchFlags != 0 || start != uint64(at) || n < 16 || n > uint64(size-at-batchHeaderBytes) {
+		return bh, false
+	}
+	bh.length = int64(n)
+	return bh, true
 }
 
 // logRecord is one record read back from a log file, and the offset just
@@ -305,14 +334,17 @@ type logRecord struct {
 }
 
 // logDamage is a region of a log file that does not read back although a
-// valid batch header after it proves it was written before that batch:
-// the records in it are lost.
+// valid batch header after it proves it was written before that batch.
 type logDamage struct {
 	off, size int64
 	// synced: the batch header that proves the region written says it was
 	// also fdatasynced. A region that was only written (SyncOS) can be
 	// lost to an OS crash or a power loss without any fault of the disk.
 	synced bool
+	// framing: the region is the file's header (magic or segment id) or a
+	// batch header, and no record is lost to it: the records were read by
+	// their batch headers, or by their own framing.
+	framing bool
 }
 
 // logScan is what readLog found in a log file.
@@ -341,17 +373,20 @@ func readLog(f *os.File, from int64, fn func(logRecord) error) (logScan, error) 
 		}
 		return logScan{}, err
 	}
-	switch string(head[:len(logMagic)]) {
+	magic := string(head[:len(logMagic)])
+	switch magic {
 	case logMagicV1:
 		end, err := readLogV1(f, from, fn)
 		return logScan{end: end}, err
 	case logMagic:
-	default:
-		return logScan{}, fmt.Errorf("not a hayloft journal log (header %q)", head[:len(logMagic)])
 	}
+	notLog := fmt.Errorf("not a hayloft journal log (header %q)", head[:len(logMagic)])
 	if _, err := io.ReadFull(f, head[len(logMagic):]); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if magic == logMagic && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 			return logScan{}, nil
+		}
+		if magic != logMagic {
+			return logScan{}, notLog
 		}
 		return logScan{}, err
 	}
@@ -362,6 +397,13 @@ func readLog(f *os.File, from int64, fn func(logRecord) error) (logScan, error) 
 	r := &logReader{f: f, size: fi.Size(), from: from, fn: fn}
 	copy(r.id[:], head[len(logMagic):])
 	r.br = bufio.NewReaderSize(nil, 1<<20)
+	found, err := r.identify(magic == logMagic)
+	if err != nil {
+		return logScan{}, err
+	}
+	if !found && magic != logMagic {
+		return logScan{}, notLog
+	}
 	return r.read()
 }
 
@@ -375,6 +417,52 @@ type logReader struct {
 	br   *bufio.Reader // reads on from where seek put it
 	buf  []byte        // the last record's payload
 	head [8]byte       // its framing: here, not on the heap per record
+	// anyID: resync takes a header of any segment (identify).
+	anyID bool
+	// pre is the damage found before read: the file's header.
+	pre []logDamage
+}
+
+// identify checks the file's header against its batch headers. The magic
+// and the segment id were synced with the file's first reservation, and a
+// byte of either can be damaged like any other. A damaged id would make
+// every batch header fail, and the whole segment read as a torn tail; a
+// damaged magic, the file refused. So the first valid batch header, of any
+// segment but at its own offset, is looked for: if none holds the file's
+// id, and none after it does either, the file's id is the damaged one and
+// that header's is adopted. If the magic is not version 2's but a valid
+// batch header is there, the file is a version 2 log whose magic is
+// damaged. Either is reported as damage of the framing (no record is lost
+// to it). found says whether any valid batch header is in the file.
+func (r *logReader) identify(magicOK bool) (found bool, err error) {
+	r.anyID = true
+	at, _, err := r.resync(int64(logHeaderBytes))
+	r.anyID = false
+	if err != nil || at < 0 {
+		return false, err
+	}
+	if !magicOK {
+		r.pre = append(r.pre, logDamage{off: 0, size: int64(len(logMagic)), synced: true, framing: true})
+	}
+	var h [batchHeaderBytes]byte
+	if _, err := r.f.ReadAt(h[:], at); err != nil {
+		return true, err
+	}
+	bh, _ := parseBatchHeader(h[:], at, r.size)
+	if bh.id == r.id {
+		return true, nil
+	}
+	// A header copied here from another segment, or this file's id
+	// damaged: a later header with the file's id tells which.
+	mine, _, err := r.resync(at + 1)
+	if err != nil {
+		return true, err
+	}
+	if mine < 0 {
+		r.id = bh.id
+		r.pre = append(r.pre, logDamage{off: int64(len(logMagic)), size: segmentIDBytes, synced: true, framing: true})
+	}
+	return true, nil
 }
 
 func (r *logReader) seek(off int64) {
@@ -383,6 +471,9 @@ func (r *logReader) seek(off int64) {
 
 func (r *logReader) read() (logScan, error) {
 	var scan logScan
+	for _, d := range r.pre {
+		scan.add(d)
+	}
 	var head [batchHeaderBytes]byte
 	off := int64(logHeaderBytes)
 	r.seek(off)
@@ -443,20 +534,14 @@ func (r *logReader) read() (logScan, error) {
 }
 
 // header checks the batch header h read at offset at, and returns the
-// length of its records and its flags.
+// length of its records and its flags. It must be this segment's (unless
+// r.anyID).
 func (r *logReader) header(h []byte, at int64) (length int64, flags uint32, ok bool) {
-	if string(h[:4]) != batchMarker || binary.LittleEndian.Uint32(h[24:28]) != batchCRC(&r.id, h[:24]) {
+	bh, ok := parseBatchHeader(h, at, r.size)
+	if !ok || (!r.anyID && bh.id != r.id) {
 		return 0, 0, false
 	}
-	flags = binary.LittleEndian.Uint32(h[4:8])
-	start := binary.LittleEndian.Uint64(h[8:16])
-	n := binary.LittleEndian.Uint64(h[16:24])
-	// A batch holds at least one record (a header and a time). One that
-	// runs past the end of the file was cut short.
-	if flags&^batchFlags != 0 || start != uint64(at) || n < 16 || n > uint64(r.size-at-batchHeaderBytes) {
-		return 0, 0, false
-	}
-	return int64(n), flags, true
+	return bh.length, bh.flags, true
 }
 
 // records reads the records of a batch, from off up to its end, and feeds
@@ -567,16 +652,21 @@ func (r *logReader) resync(from int64) (int64, uint32, error) {
 	return -1, 0, nil
 }
 
-// damaged adds the region [off, end) to the scan's damage, merged with the
-// last region if they touch.
+// damaged adds the region [off, end), whose records are lost, to the
+// scan's damage.
 func (s *logScan) damaged(off, end int64, flags uint32) {
-	synced := flags&batchSynced != 0
-	if k := len(s.damage) - 1; k >= 0 && s.damage[k].off+s.damage[k].size == off {
-		s.damage[k].size = end - s.damage[k].off
-		s.damage[k].synced = s.damage[k].synced && synced
+	s.add(logDamage{off: off, size: end - off, synced: flags&batchSynced != 0})
+}
+
+// add adds d to the scan's damage, merged with the last region if they
+// touch and are of a kind.
+func (s *logScan) add(d logDamage) {
+	if k := len(s.damage) - 1; k >= 0 && s.damage[k].off+s.damage[k].size == d.off && s.damage[k].framing == d.framing {
+		s.damage[k].size = d.off + d.size - s.damage[k].off
+		s.damage[k].synced = s.damage[k].synced && d.synced
 		return
 	}
-	s.damage = append(s.damage, logDamage{off: off, size: end - off, synced: synced})
+	s.damage = append(s.damage, d)
 }
 
 // readLogV1 reads a version 1 log from just past its magic, as readLog

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Tests of the journal log's handling of damage beyond logdamage_test.go's:
+// the file's header, records copied over others, the fed offset as proof,
+// damaged batch headers, and the cost of many damaged records.
+
+// writeDeadLog writes the fixture's journal with log as the dead process's
+// segment dead-1.log, and returns the database's path.
+func (f *tornFixture) writeDeadLog(t *testing.T, log []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "j.db")
+	if err := os.WriteFile(path, f.db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(path+logDirSuffix, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(path+logDirSuffix, "dead-1.log"), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The file's header (magic and segment id) is synced with the first
+// reservation and can be damaged like any byte after it. One byte of the
+// segment id damaged must not make every batch header fail (the whole
+// segment read as a torn tail, nothing fed, the log removed without a
+// word), nor one byte of the magic make Open refuse the journal: every
+// record is fed, the log is kept as damaged, and a warning names the
+// header's bytes and says that no record is lost to them.
+func TestSegmentHeaderDamage(t *testing.T) {
+	f := newTornFixture(t, 8)
+	for _, c := range []struct {
+		name    string
+		damage  []int // bytes flipped
+		regions []region
+	}{
+		{"segment id", []int{len(logMagic) + 3}, []region{{len(logMagic), segmentIDBytes}}},
+		{"magic", []int{2}, []region{{0, len(logMagic)}}},
+		{"magic and segment id", []int{2, len(logMagic)}, []region{{0, logHeaderBytes}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			log := append(bytes.Clone(f.log), make([]byte, 8192)...)
+			for _, at := range c.damage {
+				log[at] ^= 0x10
+			}
+			scan, fed, err := readLogBytes(t, log, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []region
+			for _, d := range scan.damage {
+				got = append(got, region{off: int(d.off), size: int(d.size)})
+				if !d.framing {
+					t.Errorf("region %+v: records lost, want the framing only", d)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.regions) || len(fed) != len(f.keys)+1 {
+				t.Errorf("damage %v, %d records read; want %v, %d", got, len(fed), c.regions, len(f.keys)+1)
+			}
+			var w warnings
+			s, path, err := f.openLog(t, log, w.logger())
+			if err != nil {
+				t.Fatalf("Open refuses the journal over the log's header: %v", err)
+			}
+			responses, failure := f.present(t, s)
+			s.Close()
+			if count(responses) != len(f.keys) || !failure {
+				t.Errorf("responses %v, failure %v: want every record fed", responses, failure)
+			}
+			left, _ := os.ReadDir(path + logDirSuffix)
+			if len(left) != 1 || left[0].Name() != "dead-1.log"+damagedSuffix {
+				t.Errorf("log directory holds %v, want the damaged log kept", left)
+			}
+			warned := w.String()
+			for _, r := range c.regions {
+				if want := fmt.Sprintf("offset=%d bytes=%d", r.off, r.size); !strings.Contains(warned, want) {
+					t.Errorf("the warning does not say %q: %s", want, warned)
+				}
+			}
+			if strings.Count(warned, "[WARN]") != len(c.regions) || strings.Count(warned, "none is lost") != len(c.regions) || strings.Contains(warned, "asked again") {
+				t.Errorf("warned %q: want %d warnings that nothing is lost", warned, len(c.regions))
+			}
+		})
+	}
+}
+
+// A file whose magic is not a log's and that holds no valid batch header
+// is still refused: a damaged magic is told only by the batches after it.
+func TestNotALog(t *testing.T) {
+	f := newTornFixture(t, 2)
+	for _, log := range [][]byte{
+		append([]byte("NOTALOG!"), make([]byte, 100)...),
+		append([]byte("NOTALOG!"), f.log[len(logMagic):f.batches[1]+10]...), // the batch header cut
+	} {
+		log[len(logMagic)+segmentIDBytes+5] ^= 1 // the first batch header, if any, damaged
+		if _, _, err := readLogBytes(t, log, 0); err == nil || !strings.Contains(err.Error(), "not a hayloft journal log") {
+			t.Errorf("%q...: err %v, want not a log", log[:12], err)
+		}
+	}
+}
