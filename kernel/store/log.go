@@ -247,7 +247,11 @@ func (s *Store) appendBatch(batch []*logOp, buf []byte) ([]byte, error) {
 	if s.sync == SyncBatch {
 		flags = batchSynced
 	}
-	buf = appendBatchHeader(buf, &seg.id, seg.size, int64(total), flags)
+	var sum uint32
+	for _, op := range batch {
+		sum = recordsCRC(sum, op.rec)
+	}
+	buf = appendBatchHeader(buf, &seg.id, seg.size, int64(total), flags, sum)
 	// Short records go out together from buf, in one write; a long one
 	// (a long context's request) is written from its own record rather
 	// than copied once more: 64 long answers arriving at once would
@@ -932,6 +936,14 @@ func (s *Store) warnDamage(path, kept string, from int64, damage []logDamage) {
 	for _, d := range damage {
 		args := []any{"log", path, "offset", d.off, "bytes", d.size, "kept_as", kept}
 		switch {
+		case d.copyOf > 0:
+			s.log.Warn("journal log record overwritten by a copy of another record of the log (a misdirected write; it passes its own checksum, not its batch's): "+
+				"the copy was not fed, the record it replaced is lost, and the samples it held will be asked again when the run is resumed; "+
+				"every other record is in the journal", append(args, "copy_of_offset", d.copyOf)...)
+		case d.unverified:
+			s.log.Warn("journal log batch whose records each pass their checksum but not the batch's: one of them was overwritten by a record from elsewhere "+
+				"(a misdirected write), and which cannot be told, so none of them was fed: they are lost, and the samples they held will be asked again when the run is resumed; "+
+				"every valid record before and after them is in the journal", args...)
 		case d.framing:
 			s.log.Warn("journal log damaged in its framing (the file's header or a batch header; a disk fault or a stray write): "+
 				"the records were read past it, and none is lost to it", args...)

@@ -46,10 +46,12 @@ func newTestLog(v1 bool) *testLog {
 func (l *testLog) batch(recs ...[]byte) []int {
 	if !l.v1 {
 		n := 0
+		var sum uint32
 		for _, r := range recs {
 			n += len(r)
+			sum = recordsCRC(sum, r)
 		}
-		l.b = appendBatchHeader(l.b, &l.id, int64(len(l.b)), int64(n), l.flags)
+		l.b = appendBatchHeader(l.b, &l.id, int64(len(l.b)), int64(n), l.flags, sum)
 	}
 	starts := make([]int, len(recs))
 	for i, r := range recs {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,72 @@ func TestNotALog(t *testing.T) {
 		if _, _, err := readLogBytes(t, log, 0); err == nil || !strings.Contains(err.Error(), "not a hayloft journal log") {
 			t.Errorf("%q...: err %v, want not a log", log[:12], err)
 		}
+	}
+}
+
+// A record's checksum covers its payload, not where it lies: a stray write
+// that lays a valid record over another of the same length passes it. The
+// batch header's checksum of its records' framings does not: the copy is
+// found, not fed, and the record it replaced reported lost. A copy from
+// outside the segment cannot be told from the batch's own records: none of
+// them is fed, and they are reported lost. Never silently.
+func TestRecordCopiedOverAnother(t *testing.T) {
+	f := newTornFixture(t, 8)
+	other := newTornFixture(t, 8) // the same records at other times
+	st, en := f.starts, f.ends
+	for _, c := range []struct {
+		name    string
+		src     []byte
+		lost    []int
+		regions []region
+		warn    string
+	}{
+		{"a copy of a record of the segment", f.log[st[0]:en[0]], []int{2}, []region{{st[2], en[2] - st[2]}},
+			fmt.Sprintf("copy_of_offset=%d", st[0])},
+		{"a copy of a later record of the segment", f.log[st[4]:en[4]], []int{2}, []region{{st[2], en[2] - st[2]}},
+			fmt.Sprintf("copy_of_offset=%d", st[4])},
+		{"a record from another log", other.log[other.starts[2]:other.ends[2]], []int{2, 3}, []region{{st[2], en[3] - st[2]}},
+			"none of them was fed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if len(c.src) != en[2]-st[2] || bytes.Equal(c.src, f.log[st[2]:en[2]]) {
+				t.Fatalf("the copy is %d bytes, the record %d, or the same", len(c.src), en[2]-st[2])
+			}
+			log := append(bytes.Clone(f.log), make([]byte, 8192)...)
+			copy(log[st[2]:], c.src)
+			scan, _, err := readLogBytes(t, log, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []region
+			for _, d := range scan.damage {
+				got = append(got, region{int(d.off), int(d.size)})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.regions) {
+				t.Errorf("damage %v, want %v", got, c.regions)
+			}
+			var w warnings
+			s, path, err := f.openLog(t, log, w.logger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			responses, failure := f.present(t, s)
+			s.Close()
+			for i, ok := range responses {
+				if want := !slices.Contains(c.lost, i); ok != want {
+					t.Errorf("response %d present = %v, want %v", i, ok, want)
+				}
+			}
+			if !failure {
+				t.Error("the last batch's record not fed")
+			}
+			left, _ := os.ReadDir(path + logDirSuffix)
+			warned := w.String()
+			t.Log(warned)
+			if len(left) != 1 || !strings.Contains(warned, fmt.Sprintf("offset=%d bytes=%d", c.regions[0].off, c.regions[0].size)) ||
+				!strings.Contains(warned, c.warn) || !strings.Contains(warned, "asked again") {
+				t.Errorf("%d files kept, warned %q", len(left), warned)
+			}
+		})
 	}
 }

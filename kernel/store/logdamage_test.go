@@ -234,17 +234,17 @@ func TestForgedBatchHeaders(t *testing.T) {
 	}{
 		{"the marker and junk", append([]byte(batchMarker), bytes.Repeat([]byte{0xa5}, batchHeaderBytes)...), false},
 		{"the marker and zeros", append([]byte(batchMarker), make([]byte, batchHeaderBytes)...), false},
-		{"another segment's header", appendBatchHeader(nil, &other, pos, int64(len(rec)), batchSynced), false},
+		{"another segment's header", appendBatchHeader(nil, &other, pos, int64(len(rec)), batchSynced, recordsCRC(0, rec)), false},
 		{"a header of this segment copied from elsewhere", slices.Clone(f.log[f.batches[1] : f.batches[1]+batchHeaderBytes]), false},
-		{"a header for another offset", appendBatchHeader(nil, &f.l.id, pos+1, int64(len(rec)), batchSynced), false},
-		{"a header whose batch runs past the file", appendBatchHeader(nil, &f.l.id, pos, 1<<20, batchSynced), false},
-		{"a header with an unknown flag", appendBatchHeader(nil, &f.l.id, pos, int64(len(rec)), 1<<7), false},
+		{"a header for another offset", appendBatchHeader(nil, &f.l.id, pos+1, int64(len(rec)), batchSynced, recordsCRC(0, rec)), false},
+		{"a header whose batch runs past the file", appendBatchHeader(nil, &f.l.id, pos, 1<<20, batchSynced, recordsCRC(0, rec)), false},
+		{"a header with an unknown flag", appendBatchHeader(nil, &f.l.id, pos, int64(len(rec)), 1<<7, recordsCRC(0, rec)), false},
 		{"a header with a bad checksum", func() []byte {
-			h := appendBatchHeader(nil, &f.l.id, pos, int64(len(rec)), batchSynced)
-			h[24] ^= 1
+			h := appendBatchHeader(nil, &f.l.id, pos, int64(len(rec)), batchSynced, recordsCRC(0, rec))
+			h[batchHeaderBytes-1] ^= 1
 			return h
 		}(), false},
-		{"a real header", appendBatchHeader(nil, &f.l.id, pos, int64(len(rec)), batchSynced), true},
+		{"a real header", appendBatchHeader(nil, &f.l.id, pos, int64(len(rec)), batchSynced, recordsCRC(0, rec)), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			log := append(slices.Clone(torn), make([]byte, pos-int64(len(torn)))...)
@@ -296,7 +296,7 @@ func TestResyncIgnoresMarkers(t *testing.T) {
 		l := slices.Clone(log)
 		at := len(f.log[:f.lastOff]) + resyncChunk + shift
 		l = l[:at]
-		l = appendBatchHeader(l, &f.l.id, int64(at), int64(len(f.log)-f.lastOff-batchHeaderBytes), batchSynced)
+		l = appendBatchHeader(l, &f.l.id, int64(at), int64(len(f.log)-f.lastOff-batchHeaderBytes), batchSynced, recordsCRC(0, f.log[f.lastOff+batchHeaderBytes:]))
 		l = append(l, f.log[f.lastOff+batchHeaderBytes:]...)
 		scan, fed, err := readLogBytes(t, l, 0)
 		if err != nil {

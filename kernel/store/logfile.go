@@ -24,7 +24,8 @@ import (
 //	id      [8]byte    the segment id, as in the file's header
 //	start   uint64 LE  this header's own offset: the end of the last batch
 //	length  uint64 LE  bytes of records that follow the header
-//	crc     uint32 LE  CRC-32C of the 32 bytes above
+//	records uint32 LE  CRC-32C of the records' framings (length and crc), in order
+//	crc     uint32 LE  CRC-32C of the 36 bytes above
 //
 // and each record
 //
@@ -62,6 +63,12 @@ import (
 // ahead of its batches (segment.reserve), so the log normally ends at a
 // header of zeros with no valid header after it.
 //
+// A record's own checksum covers its payload, not where it lies: a stray
+// write that lays a valid record of the log over another of the same
+// length passes it, but not the batch's checksum of its records, which
+// covers every payload through the checksums in the framings. Such a
+// record is reported (logReader.copied), never fed in silence.
+//
 // The proof comes only from the batch after: damage in the last batch but
 // one, with the last batch's header torn too, reads as the torn tail.
 //
@@ -86,7 +93,7 @@ const logHeaderBytes = len(logMagic) + segmentIDBytes
 const batchMarker = "\xffHLB"
 
 // batchHeaderBytes is the size of a batch header.
-const batchHeaderBytes = 36
+const batchHeaderBytes = 40
 
 // Batch header flags.
 const (
@@ -287,22 +294,32 @@ func decodeRecord(p []byte) (rows []row, at int64, err error) {
 }
 
 // appendBatchHeader appends the header of a batch of length bytes of
-// records at offset start of the segment id.
-func appendBatchHeader(b []byte, id *[segmentIDBytes]byte, start, length int64, flags uint32) []byte {
+// records, whose framings' checksum is records (recordsCRC), at offset
+// start of the segment id.
+func appendBatchHeader(b []byte, id *[segmentIDBytes]byte, start, length int64, flags, records uint32) []byte {
 	h := len(b)
 	b = append(b, batchMarker...)
 	b = binary.LittleEndian.AppendUint32(b, flags)
 	b = append(b, id[:]...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(start))
 	b = binary.LittleEndian.AppendUint64(b, uint64(length))
+	b = binary.LittleEndian.AppendUint32(b, records)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[h:], crcTable))
+}
+
+// recordsCRC adds to crc, a batch header's checksum of its records so far,
+// the record rec (its framing: the payload is under the record's own
+// checksum, which the framing holds).
+func recordsCRC(crc uint32, rec []byte) uint32 {
+	return crc32.Update(crc, crcTable, rec[:8])
 }
 
 // batchHeader is a batch header as read.
 type batchHeader struct {
 	id     [segmentIDBytes]byte
 	flags  uint32
-	length int64 // of its records
+	length int64  // of its records
+	sum    uint32 // of its records' framings (recordsCRC)
 }
 
 // parseBatchHeader checks h, read at offset at of a file of size bytes, for
@@ -316,6 +333,7 @@ func parseBatchHeader(h []byte, at, size int64) (bh batchHeader, ok bool) {
 	copy(bh.id[:], h[8:16])
 	start := binary.LittleEndian.Uint64(h[16:24])
 	n := binary.LittleEndian.Uint64(h[24:32])
+	bh.sum = binary.LittleEndian.Uint32(h[32:36])
 	// A batch holds at least one record (a header and a time). One that
 	// runs past the end of the file was cut short.
 	if bh.flags&^batchFlags != 0 || start != uint64(at) || n < 16 || n > uint64(size-at-batchHeaderBytes) {
@@ -345,6 +363,15 @@ type logDamage struct {
 	// batch header, and no record is lost to it: the records were read by
 	// their batch headers, or by their own framing.
 	framing bool
+	// copyOf: the region is a record that passes its own checksum but not
+	// its batch's, and is a copy of the record at copyOf: it was written
+	// over the batch's own record there, which is lost.
+	copyOf int64
+	// unverified: the region is a batch's records, each of which passes
+	// its checksum but not together the batch's, and none is a copy of a
+	// record elsewhere in the segment: one is not the batch's own, but
+	// which cannot be told, so none was fed.
+	unverified bool
 }
 
 // logScan is what readLog found in a log file.
@@ -407,6 +434,14 @@ func readLog(f *os.File, from int64, fn func(logRecord) error) (logScan, error) 
 	return r.read()
 }
 
+// pendingRecord is a record read and not yet fed.
+type pendingRecord struct {
+	rec   logRecord
+	off   int64
+	frame [8]byte // its length and checksum
+	feed  bool    // at or after from
+}
+
 // logReader reads a version 2 log file.
 type logReader struct {
 	f    io.ReaderAt
@@ -417,6 +452,10 @@ type logReader struct {
 	br   *bufio.Reader // reads on from where seek put it
 	buf  []byte        // the last record's payload
 	head [8]byte       // its framing: here, not on the heap per record
+	// pending are the records of the batch being read, fed once the
+	// batch's checksum of them holds; sum is that checksum so far.
+	pending []pendingRecord
+	sum     uint32
 	// anyID: resync takes a header of any segment (identify).
 	anyID bool
 	// pre is the damage found before read: the file's header.
@@ -486,7 +525,7 @@ func (r *logReader) read() (logScan, error) {
 		if _, err := io.ReadFull(r.br, head[:]); err != nil {
 			return scan, err
 		}
-		length, _, ok := r.header(head[:], off)
+		bh, ok := r.batch(head[:], off)
 		if !ok {
 			// The zeros past the last batch, a torn header, or a damaged
 			// one: only a later batch tells the last from the others.
@@ -503,14 +542,27 @@ func (r *logReader) read() (logScan, error) {
 			r.seek(off)
 			continue
 		}
-		end := off + batchHeaderBytes + length
+		end := off + batchHeaderBytes + bh.length
+		r.sum = 0
 		bad, err := r.records(off+batchHeaderBytes, end)
 		if err != nil {
 			return scan, err
 		}
 		if bad < 0 {
+			if r.sum != bh.sum {
+				err = r.copied(&scan, off, end, bh.flags)
+			} else {
+				err = r.flush()
+			}
+			if err != nil {
+				return scan, err
+			}
 			off = end
 			continue
+		}
+		// The records before the bad one hold.
+		if err := r.flush(); err != nil {
+			return scan, err
 		}
 		// A bad record in a batch whose header holds: the torn tail,
 		// unless a valid batch follows (at end, or past damage there).
@@ -537,15 +589,117 @@ func (r *logReader) read() (logScan, error) {
 // length of its records and its flags. It must be this segment's (unless
 // r.anyID).
 func (r *logReader) header(h []byte, at int64) (length int64, flags uint32, ok bool) {
-	bh, ok := parseBatchHeader(h, at, r.size)
-	if !ok || (!r.anyID && bh.id != r.id) {
-		return 0, 0, false
-	}
-	return bh.length, bh.flags, true
+	bh, ok := r.batch(h, at)
+	return bh.length, bh.flags, ok
 }
 
-// records reads the records of a batch, from off up to its end, and feeds
-// those at or after r.from to r.fn. It returns the offset of the first
+// batch is header, returning the whole header.
+func (r *logReader) batch(h []byte, at int64) (batchHeader, bool) {
+	bh, ok := parseBatchHeader(h, at, r.size)
+	if !ok || (!r.anyID && bh.id != r.id) {
+		return batchHeader{}, false
+	}
+	return bh, true
+}
+
+// flush feeds the pending records.
+func (r *logReader) flush() error {
+	for i := range r.pending {
+		if p := &r.pending[i]; p.feed {
+			if err := r.fn(p.rec); err != nil {
+				return err
+			}
+		}
+	}
+	clear(r.pending) // their rows are the feed's now
+	r.pending = r.pending[:0]
+	return nil
+}
+
+// copied deals with the batch at off, up to end, whose records, pending,
+// each pass their checksum but not together the batch's. Nothing but a
+// write of a valid record over another does that: a torn write leaves the
+// reservation's zeros, not valid records, and a damaged byte fails the
+// record's own checksum. A record that is a copy of another record of the
+// segment (the same length and checksum) is the one not the batch's own:
+// it is not fed (fed again, out of its place, it could set an upserted
+// row back to an older state), and is reported with where it came from;
+// the batch's other records are fed. If no record is such a copy (the copy
+// came from another file), which one is not the batch's own cannot be
+// told: none is fed, and the batch's records are reported lost, as any
+// damage is (their samples are asked again), rather than risk feeding a
+// stale row.
+func (r *logReader) copied(scan *logScan, off, end int64, flags uint32) error {
+	others, err := r.frames(off)
+	if err != nil {
+		return err
+	}
+	synced := flags&batchSynced != 0
+	found := false
+	for _, p := range r.pending {
+		if _, ok := others[p.frame]; ok {
+			found = true
+		}
+	}
+	if !found {
+		clear(r.pending)
+		r.pending = r.pending[:0]
+		scan.add(logDamage{off: off + batchHeaderBytes, size: end - off - batchHeaderBytes, synced: synced, unverified: true})
+		return nil
+	}
+	for i := range r.pending {
+		p := &r.pending[i]
+		if src, ok := others[p.frame]; ok {
+			p.feed = false
+			size := 8 + int64(binary.LittleEndian.Uint32(p.frame[:4]))
+			scan.add(logDamage{off: p.off, size: size, synced: synced, copyOf: src})
+		}
+	}
+	return r.flush()
+}
+
+// frames returns the framing of every record in the segment's valid
+// batches but the one at skip, each with the offset of its record (the
+// first, if several share it).
+func (r *logReader) frames(skip int64) (map[[8]byte]int64, error) {
+	m := make(map[[8]byte]int64)
+	var h [batchHeaderBytes]byte
+	var fr [8]byte
+	for off := int64(logHeaderBytes); r.size-off >= batchHeaderBytes; {
+		if _, err := r.f.ReadAt(h[:], off); err != nil {
+			return nil, err
+		}
+		length, _, ok := r.header(h[:], off)
+		if !ok {
+			next, _, err := r.resync(off + 1)
+			if err != nil || next < 0 {
+				return m, err
+			}
+			off = next
+			continue
+		}
+		end := off + batchHeaderBytes + length
+		for p := off + batchHeaderBytes; off != skip && end-p >= 8; {
+			if _, err := r.f.ReadAt(fr[:], p); err != nil {
+				return nil, err
+			}
+			n := int64(binary.LittleEndian.Uint32(fr[:4]))
+			if n == 0 || n > end-p-8 {
+				break
+			}
+			if _, ok := m[fr]; !ok {
+				m[fr] = p
+			}
+			p += 8 + n
+		}
+		off = end
+	}
+	return m, nil
+}
+
+// records reads the records of a batch, from off up to its end, adds them
+// to r.pending (those at or after r.from to be fed: flush) and their
+// framings to r.sum. It returns the offset of the first
 // record that is incomplete or fails its checksum, or -1 if all hold.
 // r.br must be at off.
 func (r *logReader) records(off, end int64) (bad int64, err error) {
@@ -558,15 +712,16 @@ func (r *logReader) records(off, end int64) (bad int64, err error) {
 			return off, nil
 		}
 		next := off + 8 + int64(n)
-		if off >= r.from {
+		r.sum = crc32.Update(r.sum, crcTable, r.head[:])
+		p := pendingRecord{off: off, frame: r.head, feed: off >= r.from}
+		if p.feed {
 			rows, at, err := decodeRecord(r.buf[:n])
 			if err != nil {
 				return off, fmt.Errorf("offset %d: %w", off, err)
 			}
-			if err := r.fn(logRecord{rows: rows, at: at, end: next}); err != nil {
-				return off, err
-			}
+			p.rec = logRecord{rows: rows, at: at, end: next}
 		}
+		r.pending = append(r.pending, p)
 		off = next
 	}
 	return -1, nil
@@ -619,6 +774,9 @@ func (r *logReader) salvage(scan *logScan, bad, end int64, flags uint32) error {
 		if bad, err = r.records(next, end); err != nil {
 			return err
 		}
+		if err := r.flush(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -661,7 +819,8 @@ func (s *logScan) damaged(off, end int64, flags uint32) {
 // add adds d to the scan's damage, merged with the last region if they
 // touch and are of a kind.
 func (s *logScan) add(d logDamage) {
-	if k := len(s.damage) - 1; k >= 0 && s.damage[k].off+s.damage[k].size == d.off && s.damage[k].framing == d.framing {
+	if k := len(s.damage) - 1; k >= 0 && s.damage[k].off+s.damage[k].size == d.off && s.damage[k].framing == d.framing &&
+		d.copyOf == 0 && s.damage[k].copyOf == 0 && !d.unverified && !s.damage[k].unverified {
 		s.damage[k].size = d.off + d.size - s.damage[k].off
 		s.damage[k].synced = s.damage[k].synced && d.synced
 		return
