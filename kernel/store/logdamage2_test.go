@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -172,6 +173,69 @@ func TestRecordCopiedOverAnother(t *testing.T) {
 			if len(left) != 1 || !strings.Contains(warned, fmt.Sprintf("offset=%d bytes=%d", c.regions[0].off, c.regions[0].size)) ||
 				!strings.Contains(warned, c.warn) || !strings.Contains(warned, "asked again") {
 				t.Errorf("%d files kept, warned %q", len(left), warned)
+			}
+		})
+	}
+}
+
+// The dead process's fed offset (journal_logs) past the start of the last
+// batch proves that batch synced: its process fed records only once their
+// batch's sync had returned. A damaged record in it is then damage, not the
+// torn tail: the records after it in the batch are fed, and the damage is
+// reported. A fed offset at the batch's start proves nothing of it.
+func TestFedOffsetProvesLastBatch(t *testing.T) {
+	f := newTornFixture(t, 8)
+	// The log without the failure's batch: responses 6 and 7 are the last
+	// batch.
+	for _, c := range []struct {
+		name    string
+		damaged int   // the record damaged
+		fed     int   // the fed offset
+		want    []int // responses fed by the replay
+		region  bool
+		warn    string
+	}{
+		{"fed past the damage", 6, f.ends[6], []int{7}, true, "nothing is lost"},
+		{"fed up to the damage", 7, f.ends[6], []int{}, true, "asked again"},
+		{"fed into the batch, damage before it", 6, f.starts[6] + 1, []int{7}, true, "asked again"},
+		{"fed up to the batch only: a torn tail", 6, f.batches[3], []int{}, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			log := append(bytes.Clone(f.log[:f.lastOff]), make([]byte, 8192)...)
+			log[f.starts[c.damaged]+20] ^= 0x5a
+			scan, _, err := readLogBytes(t, log, int64(c.fed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []logDamage(nil)
+			if c.region {
+				want = []logDamage{{off: int64(f.starts[c.damaged]), size: int64(f.ends[c.damaged] - f.starts[c.damaged]), synced: true}}
+			}
+			if fmt.Sprint(scan.damage) != fmt.Sprint(want) {
+				t.Errorf("damage %+v, want %+v", scan.damage, want)
+			}
+			path := f.writeDeadLog(t, log)
+			db := rawDB(t, path)
+			if _, err := db.Exec(`INSERT INTO journal_logs (name, fed, updated_at) VALUES ('dead-1.log', ?, 'x')`, c.fed); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			var w warnings
+			s, err := OpenWith(context.Background(), path, Options{Logger: w.logger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			responses, _ := f.present(t, s)
+			s.Close()
+			for i, ok := range responses {
+				if ok != slices.Contains(c.want, i) {
+					t.Errorf("response %d present %v", i, ok)
+				}
+			}
+			warned := w.String()
+			t.Log(warned)
+			if c.region != (warned != "") || !strings.Contains(warned, c.warn) {
+				t.Errorf("warned %q, want %q", warned, c.warn)
 			}
 		})
 	}

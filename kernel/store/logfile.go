@@ -69,7 +69,10 @@ import (
 // covers every payload through the checksums in the framings. Such a
 // record is reported (logReader.copied), never fed in silence.
 //
-// The proof comes only from the batch after: damage in the last batch but
+// The proof comes from the batch after, or from the fed offset readLog is
+// given (journal_logs.fed): a process feeds a batch's records only once its
+// sync has returned, so a fed offset past a batch's start proves that batch
+// synced, the last one too. Without either, damage in the last batch but
 // one, with the last batch's header torn too, reads as the torn tail.
 //
 // Version 1 (HAYLOG1, the records without batches and the segment id) is
@@ -569,6 +572,18 @@ func (r *logReader) read() (logScan, error) {
 		next, flags, err := r.resync(end)
 		if err != nil {
 			return scan, err
+		}
+		if next < 0 && r.from > off {
+			// No batch follows, but the segment's process had fed
+			// records of this one, which it does only once the batch's
+			// sync (under SyncOS, its write) has returned: not a torn
+			// tail either.
+			if err := r.salvage(&scan, bad, end, bh.flags); err != nil {
+				return scan, err
+			}
+			off = end
+			r.seek(off)
+			continue
 		}
 		if next < 0 {
 			scan.end = bad
