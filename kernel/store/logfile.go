@@ -51,7 +51,8 @@ import (
 // writes), so a valid batch header at start proves that everything before
 // start had been synced (written): a bad record or header with a valid
 // batch header after it is damage, reported, and the batches after it are
-// read on; one without is the torn tail, dropped silently. A header counts
+// read on (a bad batch header's records too, by their own framing); one
+// without is the torn tail, dropped silently. A header counts
 // only if its checksum holds, its id is the segment's and its start is its
 // own offset, so neither junk that happens to hold the marker, nor text a
 // model wrote, nor a header copied from another segment or another place
@@ -540,7 +541,9 @@ func (r *logReader) read() (logScan, error) {
 				scan.end = off
 				return scan, nil
 			}
-			scan.damaged(off, next, flags)
+			if err := r.unframed(&scan, off, next, flags); err != nil {
+				return scan, err
+			}
 			off = next
 			r.seek(off)
 			continue
@@ -593,7 +596,9 @@ func (r *logReader) read() (logScan, error) {
 			return scan, err
 		}
 		if next > end {
-			scan.damaged(end, next, flags)
+			if err := r.unframed(&scan, end, next, flags); err != nil {
+				return scan, err
+			}
 		}
 		off = next
 		r.seek(off)
@@ -767,6 +772,33 @@ func (r *logReader) record(room int64) (n uint32, ok bool, err error) {
 	return n, crc32.Checksum(p, crcTable) == binary.LittleEndian.Uint32(head[4:8]), nil
 }
 
+// unframed reads the region from off to next, where a batch should start
+// but whose header is bad, and which the valid header at next proves
+// written (flags). The header is damage; the records after it are framed
+// and checked on their own, so those that hold are fed and the rest is
+// salvaged as in a batch whose header held. (Without the header, the
+// batch's checksum of its records cannot be checked.)
+func (r *logReader) unframed(scan *logScan, off, next int64, flags uint32) error {
+	synced := flags&batchSynced != 0
+	if next-off <= batchHeaderBytes {
+		scan.add(logDamage{off: off, size: next - off, synced: synced, framing: true})
+		return nil
+	}
+	scan.add(logDamage{off: off, size: batchHeaderBytes, synced: synced, framing: true})
+	r.seek(off + batchHeaderBytes)
+	bad, err := r.records(off+batchHeaderBytes, next)
+	if err != nil {
+		return err
+	}
+	if err := r.flush(); err != nil {
+		return err
+	}
+	if bad < 0 {
+		return nil
+	}
+	return r.salvage(scan, bad, next, flags)
+}
+
 // salvage reads on, past the bad record at bad, the rest of a batch that
 // ends at end and is known to have been synced: a record whose payload is
 // damaged still says where the next one starts. Each record that fails is
@@ -832,12 +864,14 @@ func (s *logScan) damaged(off, end int64, flags uint32) {
 }
 
 // add adds d to the scan's damage, merged with the last region if they
-// touch and are of a kind.
+// touch (but for a copied record or an unverified batch, reported on their
+// own): the merged region loses records if either did.
 func (s *logScan) add(d logDamage) {
-	if k := len(s.damage) - 1; k >= 0 && s.damage[k].off+s.damage[k].size == d.off && s.damage[k].framing == d.framing &&
+	if k := len(s.damage) - 1; k >= 0 && s.damage[k].off+s.damage[k].size == d.off &&
 		d.copyOf == 0 && s.damage[k].copyOf == 0 && !d.unverified && !s.damage[k].unverified {
 		s.damage[k].size = d.off + d.size - s.damage[k].off
 		s.damage[k].synced = s.damage[k].synced && d.synced
+		s.damage[k].framing = s.damage[k].framing && d.framing
 		return
 	}
 	s.damage = append(s.damage, d)
