@@ -890,7 +890,14 @@ func (s *Store) replaySegment(ctx context.Context, name string) error {
 		return err
 	}
 	scan, err := readLog(f, from, func(r logRecord) error {
-		batch = append(batch, fedItem{seg: seg, end: r.end, rows: r.rows, at: r.at})
+		// Past damage not yet reported, the progress recorded stops at
+		// the damage: if this replay is cut off, the next reads the
+		// damaged region again and reports it (warnDamage).
+		end := r.end
+		if r.hold > 0 {
+			end = min(end, r.hold)
+		}
+		batch = append(batch, fedItem{seg: seg, end: end, rows: r.rows, at: r.at})
 		if len(batch) >= replayBatch {
 			return flush()
 		}
@@ -908,15 +915,17 @@ func (s *Store) replaySegment(ctx context.Context, name string) error {
 	}
 	if len(scan.damage) > 0 {
 		// Kept under a name replay passes over: fed, it must not be fed
-		// again, but what the damage held is for someone to look at.
+		// again, but what the damage held is for someone to look at. The
+		// warning comes first: a replay cut off before the rename reads
+		// the log again and warns again, rather than not at all.
 		kept := path + damagedSuffix
+		s.warnDamage(path, kept, from, scan.damage)
 		if err := os.Rename(path, kept); err != nil {
 			return fmt.Errorf("journal log %s: keep it, damaged: %w", path, err)
 		}
 		if err := syncDir(s.logDir); err != nil {
 			return fmt.Errorf("journal log %s: keep it, damaged: %w", path, err)
 		}
-		s.warnDamage(path, kept, from, scan.damage)
 	} else if err := os.Remove(path); err != nil {
 		return fmt.Errorf("journal log %s: %w", path, err)
 	}
@@ -930,8 +939,11 @@ func (s *Store) replaySegment(ctx context.Context, name string) error {
 const damagedSuffix = ".damaged"
 
 // warnDamage says what damage in the log at path, fed from offset from on
-// and now kept at kept, cost: the records in a damaged region are lost,
-// unless the log had been fed past it (by its process, from memory).
+// and kept at kept, cost: the records in a damaged region are lost, unless
+// the log had been fed past it. Only its process, from memory, feeds a log
+// past damage: a replay records its progress no further than the first
+// damage it has not yet reported (logRecord.hold), so an offset past a
+// region is never an earlier replay's that was cut off.
 func (s *Store) warnDamage(path, kept string, from int64, damage []logDamage) {
 	for _, d := range damage {
 		args := []any{"log", path, "offset", d.off, "bytes", d.size, "kept_as", kept}

@@ -266,3 +266,56 @@ func TestDamagedBatchHeaderKeepsIntactRecords(t *testing.T) {
 		t.Errorf("warned %q, want %s and that nothing is lost", w.String(), want)
 	}
 }
+
+// A replay that feeds past damage records its progress no further than the
+// damage until it has warned of it. Cut off before it is done (here, by a
+// rename that fails), the next replay reads the damaged region again and
+// says the record is lost: not "nothing is lost", which it would say of a
+// region before an offset the log's own process had fed.
+func TestInterruptedReplayReportsLoss(t *testing.T) {
+	f := newTornFixture(t, 8)
+	log := append(bytes.Clone(f.log), make([]byte, 8192)...)
+	log[f.starts[2]+20] ^= 0x5a // a record's payload: response 2 lost
+	path := f.writeDeadLog(t, log)
+	// Something in the way of the rename: a directory of that name.
+	blocker := filepath.Join(path+logDirSuffix, "dead-1.log"+damagedSuffix)
+	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var w1 warnings
+	if s, err := OpenWith(context.Background(), path, Options{Logger: w1.logger()}); err == nil {
+		s.Close()
+		t.Fatal("the rename did not fail; the test's premise is gone")
+	}
+	region := fmt.Sprintf("offset=%d bytes=%d", f.starts[2], f.ends[2]-f.starts[2])
+	if !strings.Contains(w1.String(), region) || !strings.Contains(w1.String(), "asked again") {
+		t.Errorf("the cut-off replay warned %q", w1.String())
+	}
+	db := rawDB(t, path)
+	var fed int64
+	if err := db.QueryRow(`SELECT fed FROM journal_logs WHERE name = 'dead-1.log'`).Scan(&fed); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if fed != int64(f.starts[2]) {
+		t.Errorf("the cut-off replay recorded the log fed to %d, want the damage's start %d", fed, f.starts[2])
+	}
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+
+	var w2 warnings
+	s, err := OpenWith(context.Background(), path, Options{Logger: w2.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	responses, failure := f.present(t, s)
+	s.Close()
+	if count(responses) != len(f.keys)-1 || responses[2] || !failure {
+		t.Errorf("responses %v, failure %v: want all but 2", responses, failure)
+	}
+	warned := w2.String()
+	if strings.Contains(warned, "nothing is lost") || !strings.Contains(warned, "asked again") || !strings.Contains(warned, region) {
+		t.Errorf("response 2 is lost, but the second replay warned %q", strings.TrimSpace(warned))
+	}
+}

@@ -353,6 +353,11 @@ type logRecord struct {
 	rows []row
 	at   int64
 	end  int64
+	// hold, if not 0, is where damage that lost records starts, before
+	// this record and past the offset readLog was given: a replay must
+	// not record the log fed past it until it has reported the loss, or
+	// the next replay would take the region for one its process had fed.
+	hold int64
 }
 
 // logDamage is a region of a log file that does not read back although a
@@ -464,6 +469,8 @@ type logReader struct {
 	anyID bool
 	// pre is the damage found before read: the file's header.
 	pre []logDamage
+	// scan is read's, for flush to see the damage found so far.
+	scan *logScan
 }
 
 // identify checks the file's header against its batch headers. The magic
@@ -514,6 +521,7 @@ func (r *logReader) seek(off int64) {
 
 func (r *logReader) read() (logScan, error) {
 	var scan logScan
+	r.scan = &scan
 	for _, d := range r.pre {
 		scan.add(d)
 	}
@@ -624,8 +632,18 @@ func (r *logReader) batch(h []byte, at int64) (batchHeader, bool) {
 
 // flush feeds the pending records.
 func (r *logReader) flush() error {
+	var hold int64
+	if r.scan != nil {
+		for _, d := range r.scan.damage {
+			if !d.framing && d.off+d.size > r.from {
+				hold = max(d.off, r.from)
+				break
+			}
+		}
+	}
 	for i := range r.pending {
 		if p := &r.pending[i]; p.feed {
+			p.rec.hold = hold
 			if err := r.fn(p.rec); err != nil {
 				return err
 			}
