@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,7 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Tests of the journal log's handling of damage beyond logdamage_test.go's:
@@ -317,5 +321,80 @@ func TestInterruptedReplayReportsLoss(t *testing.T) {
 	warned := w2.String()
 	if strings.Contains(warned, "nothing is lost") || !strings.Contains(warned, "asked again") || !strings.Contains(warned, region) {
 		t.Errorf("response 2 is lost, but the second replay warned %q", strings.TrimSpace(warned))
+	}
+}
+
+// faultyReaderAt reads a real file, but a read that touches [bad, bad+n)
+// fails as a read of an unreadable sector does (EIO); it counts the bytes
+// read.
+type faultyReaderAt struct {
+	f      *os.File
+	bad, n int64
+	read   atomic.Int64
+}
+
+func (r *faultyReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if r.n > 0 && off < r.bad+r.n && off+int64(len(p)) > r.bad {
+		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: syscall.EIO}
+	}
+	n, err := r.f.ReadAt(p, off)
+	r.read.Add(int64(n))
+	return n, err
+}
+
+// readFaulty reads the version 2 log in file path as readLog does, through
+// r: the scan, and the offsets of the records fed.
+func readFaulty(t *testing.T, log []byte, bad, n int64) (logScan, []int64, *faultyReaderAt, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.log")
+	if err := os.WriteFile(path, log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fh.Close() })
+	fr := &faultyReaderAt{f: fh, bad: bad, n: n}
+	var fed []int64
+	r := &logReader{f: fr, size: int64(len(log)), fn: func(rec logRecord) error { fed = append(fed, rec.end); return nil }}
+	copy(r.id[:], log[len(logMagic):logHeaderBytes])
+	r.br = bufio.NewReaderSize(nil, 1<<20)
+	scan, err := r.read()
+	return scan, fed, fr, err
+}
+
+// A damaged record costs the replay a look at where the next batch should
+// start, not a read of resyncChunk and two refills of the reader's 1 MB
+// buffer: a log with 3,000 damaged records (one per batch) is read about
+// once, as a healthy one is, not as some 9 GB.
+func TestResyncReadsPerBadRecord(t *testing.T) {
+	f := newTornFixture(t, 2)
+	rec := f.log[f.starts[0]:f.ends[0]]
+	l := newTestLog(false)
+	var bad []int
+	for range 3000 {
+		bad = append(bad, l.batch(rec)[0]+20)
+	}
+	l.batch(rec)
+	log := append(l.b, make([]byte, reserveBytes)...)
+	_, fed, healthy, err := readFaulty(t, log, 0, 0)
+	if err != nil || len(fed) != 3001 {
+		t.Fatalf("healthy: %d fed, %v", len(fed), err)
+	}
+	for _, at := range bad {
+		log[at] ^= 1
+	}
+	start := time.Now()
+	scan, fed, damaged, err := readFaulty(t, log, 0, 0)
+	took := time.Since(start)
+	if err != nil || len(fed) != 1 || len(scan.damage) != 3000 {
+		t.Fatalf("damaged: %d fed, %d regions, %v", len(fed), len(scan.damage), err)
+	}
+	t.Logf("log of %d bytes: healthy read %d bytes; with 3000 damaged records read %d bytes in %v",
+		len(log), healthy.read.Load(), damaged.read.Load(), took)
+	if damaged.read.Load() > 2*int64(len(log)) {
+		t.Errorf("replaying a %d-byte log with 3000 damaged records read %d bytes (%.0fx the file)",
+			len(log), damaged.read.Load(), float64(damaged.read.Load())/float64(len(log)))
 	}
 }

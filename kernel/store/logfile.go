@@ -471,6 +471,12 @@ type logReader struct {
 	pre []logDamage
 	// scan is read's, for flush to see the damage found so far.
 	scan *logScan
+	// badLen is the length the last bad record claimed (records).
+	badLen uint32
+	// sr is what br reads, from base; rbuf is resync's buffer.
+	sr   *io.SectionReader
+	base int64
+	rbuf []byte
 }
 
 // identify checks the file's header against its batch headers. The magic
@@ -515,8 +521,20 @@ func (r *logReader) identify(magicOK bool) (found bool, err error) {
 	return true, nil
 }
 
+// seek makes r.br read from off on: a no-op if it is there already, a
+// skip if off is ahead within what it holds; only otherwise is its buffer
+// dropped (and refilled, up to 1 MB, on the next read).
 func (r *logReader) seek(off int64) {
-	r.br.Reset(io.NewSectionReader(r.f, off, r.size-off))
+	if r.sr != nil {
+		cur, _ := r.sr.Seek(0, io.SeekCurrent)
+		pos := r.base + cur - int64(r.br.Buffered())
+		if d := off - pos; d >= 0 && d <= int64(r.br.Buffered()) {
+			r.br.Discard(int(d))
+			return
+		}
+	}
+	r.sr, r.base = io.NewSectionReader(r.f, off, r.size-off), off
+	r.br.Reset(r.sr)
 }
 
 func (r *logReader) read() (logScan, error) {
@@ -738,7 +756,9 @@ func (r *logReader) frames(skip int64) (map[[8]byte]int64, error) {
 // records reads the records of a batch, from off up to its end, adds them
 // to r.pending (those at or after r.from to be fed: flush) and their
 // framings to r.sum. It returns the offset of the first
-// record that is incomplete or fails its checksum, or -1 if all hold.
+// record that is incomplete or fails its checksum, or -1 if all hold; the
+// length that record claims is then r.badLen, and r.br is past its framing
+// and, if the length fits, its payload.
 // r.br must be at off.
 func (r *logReader) records(off, end int64) (bad int64, err error) {
 	for off < end {
@@ -747,6 +767,7 @@ func (r *logReader) records(off, end int64) (bad int64, err error) {
 			return off, err
 		}
 		if !ok {
+			r.badLen = n
 			return off, nil
 		}
 		next := off + 8 + int64(n)
@@ -824,18 +845,16 @@ func (r *logReader) unframed(scan *logScan, off, next int64, flags uint32) error
 // damaged.
 func (r *logReader) salvage(scan *logScan, bad, end int64, flags uint32) error {
 	for bad >= 0 {
-		r.seek(bad)
-		n, _, err := r.record(end - bad)
-		if err != nil {
-			return err
-		}
+		// records has read the bad record's framing, and its payload if
+		// its length fits: r.br is past it.
+		n := r.badLen
 		if n == 0 || n > maxRecord || int64(n) > end-bad-8 {
 			scan.damaged(bad, end, flags)
 			return nil
 		}
 		next := bad + 8 + int64(n)
 		scan.damaged(bad, next, flags)
-		r.seek(next)
+		var err error
 		if bad, err = r.records(next, end); err != nil {
 			return err
 		}
@@ -850,9 +869,22 @@ func (r *logReader) salvage(scan *logScan, bad, end int64, flags uint32) error {
 const resyncChunk = 1 << 20
 
 // resync finds the first valid batch header at or after from, and returns
-// its offset and flags, or -1 if there is none.
+// its offset and flags, or -1 if there is none. It looks first at from
+// itself, where the next batch is when only the one before it is damaged.
 func (r *logReader) resync(from int64) (int64, uint32, error) {
-	buf := make([]byte, min(resyncChunk, max(r.size-from, 0)))
+	if r.size-from >= batchHeaderBytes {
+		var h [batchHeaderBytes]byte
+		if _, err := r.f.ReadAt(h[:], from); err != nil {
+			return -1, 0, err
+		}
+		if _, flags, ok := r.header(h[:], from); ok {
+			return from, flags, nil
+		}
+	}
+	if n := int(min(resyncChunk, max(r.size-from, 0))); cap(r.rbuf) < n {
+		r.rbuf = make([]byte, n)
+	}
+	buf := r.rbuf[:min(resyncChunk, max(r.size-from, 0))]
 	for off := from; r.size-off >= batchHeaderBytes; {
 		b := buf[:min(int64(len(buf)), r.size-off)]
 		if _, err := r.f.ReadAt(b, off); err != nil {
