@@ -52,15 +52,15 @@ import (
 // start had been synced (written): a bad record or header with a valid
 // batch header after it is damage, reported, and the batches after it are
 // read on (a bad batch header's records too, by their own framing); one
-// without is the torn tail, dropped silently. A header counts
-// only if its checksum holds, its id is the segment's and its start is its
-// own offset, so neither junk that happens to hold the marker, nor text a
-// model wrote, nor a header copied from another segment or another place
-// passes for one. The id is in each header, not only under its checksum,
-// so that a header validates without the file's: a damaged byte of the
-// file's id (or magic) is told by the batch headers, which agree on
-// another id, and reported, rather than failing every header and making
-// the whole segment read as a torn tail (readLog, identify). The file is zeroed
+// without is the torn tail, dropped silently. A header counts only if its
+// checksum holds, its id is the segment's and its start is its own offset,
+// so neither junk that happens to hold the marker, nor text a model wrote,
+// nor a header copied from another segment or another place passes for
+// one. The id is in each header, not only under its checksum, so that a
+// header validates without the file's: a damaged byte of the file's id
+// (or magic) is told by the batch headers, which agree on another id, and
+// reported, rather than failing every header and making the whole segment
+// read as a torn tail (readLog, identify). The file is zeroed
 // ahead of its batches (segment.reserve), so the log normally ends at a
 // header of zeros with no valid header after it.
 //
