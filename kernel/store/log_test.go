@@ -185,6 +185,21 @@ func (f *tornFixture) openLog(t *testing.T, log []byte, logger hclog.Logger) (*S
 
 // present reports which of the fixture's responses, and whether its
 // failure, the journal s holds.
+// replay opens a journal whose dead process left log, and returns which of
+// its records' responses and whether its failure are in the journal, what
+// Open warned, and the journal's path; the journal is closed again.
+func (f *tornFixture) replay(t *testing.T, log []byte) (responses []bool, failure bool, w *warnings, path string) {
+	t.Helper()
+	w = new(warnings)
+	s, path, err := f.openLog(t, log, w.logger())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	responses, failure = f.present(t, s)
+	s.Close()
+	return responses, failure, w, path
+}
+
 func (f *tornFixture) present(t *testing.T, s *Store) (responses []bool, failure bool) {
 	t.Helper()
 	ctx := context.Background()

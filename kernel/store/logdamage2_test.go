@@ -77,13 +77,7 @@ func TestSegmentHeaderDamage(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(c.regions) || len(fed) != len(f.keys)+1 {
 				t.Errorf("damage %v, %d records read; want %v, %d", got, len(fed), c.regions, len(f.keys)+1)
 			}
-			var w warnings
-			s, path, err := f.openLog(t, log, w.logger())
-			if err != nil {
-				t.Fatalf("Open refuses the journal over the log's header: %v", err)
-			}
-			responses, failure := f.present(t, s)
-			s.Close()
+			responses, failure, w, path := f.replay(t, log)
 			if count(responses) != len(f.keys) || !failure {
 				t.Errorf("responses %v, failure %v: want every record fed", responses, failure)
 			}
@@ -160,13 +154,7 @@ func TestRecordCopiedOverAnother(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(c.regions) {
 				t.Errorf("damage %v, want %v", got, c.regions)
 			}
-			var w warnings
-			s, path, err := f.openLog(t, log, w.logger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			responses, failure := f.present(t, s)
-			s.Close()
+			responses, failure, w, path := f.replay(t, log)
 			for i, ok := range responses {
 				if want := !slices.Contains(c.lost, i); ok != want {
 					t.Errorf("response %d present = %v, want %v", i, ok, want)
@@ -256,13 +244,7 @@ func TestDamagedBatchHeaderKeepsIntactRecords(t *testing.T) {
 	f := newTornFixture(t, 8)
 	log := append(bytes.Clone(f.log), make([]byte, 8192)...)
 	clear(log[f.batches[1] : f.batches[1]+batchHeaderBytes])
-	var w warnings
-	s, _, err := f.openLog(t, log, w.logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	responses, failure := f.present(t, s)
-	s.Close()
+	responses, failure, w, _ := f.replay(t, log)
 	if count(responses) != len(f.keys) || !failure {
 		t.Errorf("batch header zeroed: responses %v, failure %v; want every record", responses, failure)
 	}
@@ -346,16 +328,7 @@ func (r *faultyReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // r: the scan, and the offsets of the records fed.
 func readFaulty(t *testing.T, log []byte, bad, n int64) (logScan, []int64, *faultyReaderAt, error) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "x.log")
-	if err := os.WriteFile(path, log, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fh.Close() })
-	fr := &faultyReaderAt{f: fh, bad: bad, n: n}
+	fr := &faultyReaderAt{f: logFile(t, log), bad: bad, n: n}
 	var fed []int64
 	r := &logReader{f: fr, size: int64(len(log)), fn: func(rec logRecord) error { fed = append(fed, rec.end); return nil }}
 	copy(r.id[:], log[len(logMagic):logHeaderBytes])

@@ -18,9 +18,9 @@ import (
 	"github.com/hayloft/hayloft/sdk"
 )
 
-// readLogBytes writes log to a file and reads it back with readLog from
-// offset from: the scan, and where each record fed starts.
-func readLogBytes(t *testing.T, log []byte, from int64) (logScan, []int64, error) {
+// logFile writes log to a file and opens it for reading, until the test
+// ends.
+func logFile(t *testing.T, log []byte) *os.File {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "x.log")
 	if err := os.WriteFile(path, log, 0o644); err != nil {
@@ -30,7 +30,15 @@ func readLogBytes(t *testing.T, log []byte, from int64) (logScan, []int64, error
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// readLogBytes writes log to a file and reads it back with readLog from
+// offset from: the scan, and where each record fed starts.
+func readLogBytes(t *testing.T, log []byte, from int64) (logScan, []int64, error) {
+	t.Helper()
+	f := logFile(t, log)
 	var fed []int64
 	var last int64
 	scan, err := readLog(f, from, func(r logRecord) error {
@@ -370,13 +378,7 @@ func TestV1LogReplays(t *testing.T) {
 	if _, fed, _ := readLogBytes(t, log, int64(f.ends[2])); len(fed) != 3 {
 		t.Fatalf("read from the fourth record: %d records", len(fed))
 	}
-	var w warnings
-	s, path, err := f.openLog(t, log, w.logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	responses, failure := f.present(t, s)
-	s.Close()
+	responses, failure, w, path := f.replay(t, log)
 	if count(responses) != len(f.keys) || !failure {
 		t.Errorf("responses %v, failure %v: want all", responses, failure)
 	}
