@@ -584,6 +584,11 @@ func (s *Store) feed(items []fedItem, live bool) error {
 		}
 		progress[it.seg] = max(progress[it.seg], it.end)
 	}
+	if s.dialect.noNUL {
+		if n := replaceNUL(rows); n > 0 {
+			s.log.Warn("journal: PostgreSQL's text cannot hold U+0000: the journal stores U+FFFD in its place (the run scored the text as the model gave it)", "values", n)
+		}
+	}
 	now := formatTime(time.Now())
 	cache := feedCacheKiB(items)
 	exec := func(ctx context.Context, tx *sql.Tx) error {
@@ -651,6 +656,24 @@ const (
 	// feed gets feedCacheKiBMax.
 	bigCacheRecord = 16 << 10
 )
+
+// replaceNUL replaces U+0000 in rows' string values with U+FFFD and
+// returns how many values it changed. A model's answer or a data set's
+// text may hold one; PostgreSQL refuses it, and a row it refuses would
+// fail every feed after it (one transaction), and the journal's next Open:
+// better one character changed, and said, than the journal stuck.
+func replaceNUL(rows []row) int {
+	n := 0
+	for _, r := range rows {
+		for i, a := range r.args {
+			if v, ok := a.(string); ok && strings.IndexByte(v, 0) >= 0 {
+				r.args[i] = strings.ReplaceAll(v, "\x00", "\uFFFD")
+				n++
+			}
+		}
+	}
+	return n
+}
 
 // feedCacheKiB is the writer's page cache for feeding items.
 func feedCacheKiB(items []fedItem) int {

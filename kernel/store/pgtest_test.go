@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hayloft/hayloft/kernel/store/pgtest"
 	"github.com/hayloft/hayloft/sdk"
@@ -105,5 +106,51 @@ func TestPostgresPasswordIsNeverWritten(t *testing.T) {
 func TestPostgresMigrationsMatchSQLite(t *testing.T) {
 	if len(pgMigrations) != len(migrations) {
 		t.Errorf("%d PostgreSQL migrations, %d SQLite ones", len(pgMigrations), len(migrations))
+	}
+}
+
+// PostgreSQL's text refuses U+0000, which a model's answer or a data set's
+// question may hold. Fed as is, that one row would fail every feed after
+// it (one transaction), Close, and every later Open of the journal. The
+// feed stores U+FFFD in its place, says so, and the journal goes on.
+func TestPostgresStoresNULAsReplacement(t *testing.T) {
+	dsn := testPostgres(t)
+	t.Chdir(t.TempDir())
+	ctx := context.Background()
+	var w warnings
+	s, err := OpenWith(ctx, dsn, Options{Logger: w.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := mustKeyer(t, testIdentity())
+	bad := mustKeyed(t, k, testRequest(1))
+	if err := s.PutResponse(ctx, k, bad, &sdk.GenerateResponse{Text: "nul \x00 here"}, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	good := mustKeyed(t, k, testRequest(2))
+	if err := s.PutResponse(ctx, k, good, &sdk.GenerateResponse{Text: "fine"}, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key, text string
+	}{{bad.Key, "nul \uFFFD here"}, {good.Key, "fine"}} {
+		resp, ok, err := s.LookupResponse(ctx, c.key)
+		if err != nil || !ok || resp.Response.Text != c.text {
+			t.Errorf("response %q: %+v, found %v, %v", c.text, resp, ok, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !strings.Contains(w.String(), "U+0000") {
+		t.Errorf("warned %q, want the replacement said", w.String())
+	}
+	s, err = Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	if _, ok, err := s.LookupResponse(ctx, good.Key); err != nil || !ok {
+		t.Errorf("after reopen, the valid response: found %v, %v", ok, err)
 	}
 }

@@ -60,7 +60,7 @@ func openPostgres(ctx context.Context, dsn string) (db *sql.DB, dl *dialect, nam
 	return stdlib.OpenDB(*cfg), postgresDialect, name, logDir, nil
 }
 
-var postgresDialect = &dialect{name: "postgres", numbered: true, migrate: migratePostgres}
+var postgresDialect = &dialect{name: "postgres", numbered: true, migrate: migratePostgres, noNUL: true}
 
 // schemaLockKey serialises migrations of processes opening one new
 // PostgreSQL journal at once (pg_advisory_xact_lock).

@@ -283,6 +283,8 @@ type dialect struct {
 	// given as %d (see feedCacheKiB); "" where the database has no such
 	// setting per connection.
 	cacheSize string
+	// noNUL: its text columns cannot hold U+0000 (PostgreSQL's TEXT).
+	noNUL bool
 }
 
 var sqliteDialect = &dialect{
