@@ -253,7 +253,7 @@ func benchFeed(b *testing.B, records int) {
 		batch := items(done, n)
 		b.StartTimer()
 		before := cpuTime(b)
-		if err := s.feed(batch, false); err != nil {
+		if _, err := s.feed(batch, false); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime(b) - before

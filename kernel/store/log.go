@@ -10,8 +10,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Journal v2: a response, a sample and its scores, a failure or an attempt
@@ -487,11 +492,12 @@ func (s *Store) feeder() {
 		items := s.queue
 		s.queue, s.queuedBytes = nil, 0
 		s.fmu.Unlock()
-		err := s.feed(items, true)
+		fed, err := s.feed(items, true)
 		s.fmu.Lock()
 		if err != nil {
-			s.queue = append(items, s.queue...)
-			for _, it := range items {
+			rest := items[fed:]
+			s.queue = append(rest, s.queue...)
+			for _, it := range rest {
 				s.queuedBytes += it.size
 			}
 		}
@@ -565,7 +571,115 @@ func (s *Store) feedDue() bool {
 // feed inserts items' rows and the segments' progress in one transaction,
 // then removes the segments that are closed and fully fed. live: the
 // segments are this process's, whose fed offsets the feeder tracks.
-func (s *Store) feed(items []fedItem, live bool) error {
+//
+// A row the database refuses (a constraint or a value it cannot store)
+// would fail that transaction, and so every feed after it and the
+// journal's next Open: such a feed is made again one item at a time, and
+// an item refused alone is set aside (quarantine), not fed. fed is how
+// many of items, from the first, are in the journal or set aside when err
+// is not nil: the rest are for the caller to feed again.
+func (s *Store) feed(items []fedItem, live bool) (fed int, err error) {
+	err = s.feedTx(items, live)
+	if err == nil {
+		return len(items), nil
+	}
+	if !refused(err) {
+		return 0, err
+	}
+	var set []string // the files records were set aside in
+	var first error  // the first refusal
+	defer func() {
+		if len(set) > 0 {
+			s.log.Warn("journal: records the database refused are set aside, not fed: their rows are not in the journal, and the samples they hold will be asked again when the run is resumed; every other record is fed",
+				"records", len(set), "error", first.Error(), "kept_in", strings.Join(slices.Compact(set), ","))
+		}
+	}()
+	for i := range items {
+		err := s.feedTx(items[i:i+1], live)
+		if err != nil && refused(err) {
+			// Refused alone, while the others go in: the item, not the
+			// journal. Its record goes to a file beside the log, and its
+			// progress is fed without it.
+			path, qerr := s.quarantine(items[i], err)
+			if qerr != nil {
+				return i, qerr
+			}
+			set, first = append(set, path), cmp.Or(first, err)
+			err = s.feedTx([]fedItem{{seg: items[i].seg, end: items[i].end, at: items[i].at}}, live)
+		}
+		if err != nil {
+			return i, err
+		}
+	}
+	return len(items), nil
+}
+
+// refused is an error of the database refusing a row for what it holds
+// (SQLite: a constraint, a datatype mismatch; PostgreSQL: classes 22 data
+// exception and 23 integrity constraint violation), which trying again
+// cannot mend, as against one of the database itself (busy, gone, full).
+func refused(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		if se.Code() == sqlite3.SQLITE_CONSTRAINT_TRIGGER {
+			// The journal has no triggers: one someone added says
+			// nothing of the row, and may pass the next time.
+			return false
+		}
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH, sqlite3.SQLITE_TOOBIG:
+			return true
+		}
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
+}
+
+// unfedSuffix names the file beside a log segment that holds the records
+// of it the database refused (a version 1 log: hayloft's own format, for
+// whoever mends the cause to read or feed again). Replay passes over it.
+const unfedSuffix = ".unfed"
+
+// quarantine appends the item's record to its segment's unfed file,
+// synced, and returns the file's path.
+func (s *Store) quarantine(it fedItem, cause error) (string, error) {
+	path := filepath.Join(s.logDir, it.seg.name+unfedSuffix)
+	fail := func(err error) (string, error) {
+		return path, fmt.Errorf("journal log %s: set aside a record the journal refused (%v): %w", path, cause, err)
+	}
+	rec, err := encodeRecord(it.rows, it.at)
+	if err != nil {
+		return fail(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	if fi.Size() == 0 {
+		rec = append([]byte(logMagicV1), rec...)
+	}
+	if _, err := f.Write(rec); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if fi.Size() == 0 {
+		// The file is new: its name must outlive a power loss too.
+		if err := syncDir(s.logDir); err != nil {
+			return fail(err)
+		}
+	}
+	return path, nil
+}
+
+// feedTx is feed's one transaction.
+func (s *Store) feedTx(items []fedItem, live bool) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -908,7 +1022,7 @@ func (s *Store) replaySegment(ctx context.Context, name string) error {
 	seg := &segment{name: name, f: f}
 	var batch []fedItem
 	flush := func() error {
-		err := s.feed(batch, false)
+		_, err := s.feed(batch, false)
 		batch = batch[:0]
 		return err
 	}
