@@ -477,6 +477,8 @@ type logReader struct {
 	sr   *io.SectionReader
 	base int64
 	rbuf []byte
+	// sbuf is salvage's buffer.
+	sbuf []byte
 }
 
 // identify checks the file's header against its batch headers. The magic
@@ -839,11 +841,25 @@ func (r *logReader) unframed(scan *logScan, off, next int64, flags uint32) error
 }
 
 // salvage reads on, past the bad record at bad, the rest of a batch that
-// ends at end and is known to have been synced: a record whose payload is
-// damaged still says where the next one starts. Each record that fails is
-// damage; one whose length is impossible leaves the rest of the batch
-// damaged.
+// ends at end and is known to have been written (synced): the records in
+// it that hold are fed, and the rest is damage. A damaged record's length
+// may be damaged too, and still plausible, so it is not taken for where
+// the next record starts: the next record is looked for byte by byte,
+// from just past bad, at the first offset from which records run exactly
+// to the batch's end, each within its length, passing its checksum and
+// decoding (salvageChain). Junk passes a record's checksum once in 2^32
+// offsets, and then ends exactly at the batch's end, through records
+// that hold, about never: neither is fed, and a record found so that
+// passes its checksum but does not decode is not an error, only not a
+// record. If no offset leads to the end (a second record of the batch is
+// damaged too), the bad record's length is taken, as it is all there is,
+// and the records from there on that hold are fed up to the next bad
+// one, which is dealt with the same way. A batch of more than
+// salvageBytes past bad is read on by the lengths alone.
 func (r *logReader) salvage(scan *logScan, bad, end int64, flags uint32) error {
+	if end-bad <= salvageBytes {
+		return r.salvageChain(scan, bad, end, flags)
+	}
 	for bad >= 0 {
 		// records has read the bad record's framing, and its payload if
 		// its length fits: r.br is past it.
@@ -863,6 +879,148 @@ func (r *logReader) salvage(scan *logScan, bad, end int64, flags uint32) error {
 		}
 	}
 	return nil
+}
+
+// salvageBytes bounds the part of a batch past a bad record that salvage
+// holds in memory to look for the next record in.
+const salvageBytes = 32 << 20
+
+// salvageChain is salvage, for a batch whose part past bad is held in
+// memory. r.br is where records left it, past the bad record's framing
+// (if it fits) and, if its length fits, its payload; it is left at end.
+func (r *logReader) salvageChain(scan *logScan, bad, end int64, flags uint32) error {
+	size := int(end - bad)
+	if cap(r.sbuf) < size {
+		r.sbuf = make([]byte, size)
+	}
+	b := r.sbuf[:size]
+	have := 0
+	if size >= 8 {
+		have = copy(b, r.head[:])
+		if n := r.badLen; n != 0 && n <= maxRecord && int64(n) <= int64(size-8) {
+			have += copy(b[8:], r.buf[:n])
+		}
+	}
+	if _, err := io.ReadFull(r.br, b[have:]); err != nil {
+		return err
+	}
+	c := &recordChain{b: b, memo: make([]uint8, size)}
+	pos := 0 // the bad record
+	for {
+		for i := pos + 1; i+16 <= size; i++ {
+			if c.runs(i) {
+				scan.damaged(bad+int64(pos), bad+int64(i), flags)
+				for j := i; j < size; {
+					j = r.salvaged(c, bad, j)
+				}
+				return r.flush()
+			}
+		}
+		// No offset leads to the end: take the bad record's length.
+		n, ok := c.length(pos)
+		if !ok {
+			scan.damaged(bad+int64(pos), end, flags)
+			return r.flush()
+		}
+		next := pos + 8 + n
+		scan.damaged(bad+int64(pos), bad+int64(next), flags)
+		for pos = next; pos < size; pos = r.salvaged(c, bad, pos) {
+			if !c.valid(pos) {
+				break
+			}
+		}
+		if pos >= size {
+			return r.flush()
+		}
+	}
+}
+
+// salvaged adds the record at j of c, which holds, to r.pending, and
+// returns where the next starts. c starts at offset base of the file.
+func (r *logReader) salvaged(c *recordChain, base int64, j int) int {
+	n, _ := c.length(j)
+	off, next := base+int64(j), j+8+n
+	r.sum = crc32.Update(r.sum, crcTable, c.b[j:j+8])
+	p := pendingRecord{off: off, feed: off >= r.from}
+	copy(p.frame[:], c.b[j:j+8])
+	if p.feed {
+		// valid has decoded it.
+		rows, at, _ := decodeRecord(c.b[j+8 : next])
+		p.rec = logRecord{rows: rows, at: at, end: base + int64(next)}
+	}
+	r.pending = append(r.pending, p)
+	return next
+}
+
+// recordChain is the part of a batch past a bad record, for salvage to
+// find where the next record starts.
+type recordChain struct {
+	b []byte
+	// memo says, for each offset looked at, whether records run from it
+	// exactly to the end, each holding (1), or not (2).
+	memo []uint8
+	path []int
+}
+
+// length is the payload length the record at j claims, if it fits in c
+// and can hold a record's time.
+func (c *recordChain) length(j int) (int, bool) {
+	if len(c.b)-j < 16 {
+		return 0, false
+	}
+	n := binary.LittleEndian.Uint32(c.b[j:])
+	if n < 8 || n > maxRecord || int64(n) > int64(len(c.b)-j-8) {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// valid says whether a record at j fits, passes its checksum and decodes.
+func (c *recordChain) valid(j int) bool {
+	n, ok := c.length(j)
+	if !ok {
+		return false
+	}
+	p := c.b[j+8 : j+8+n]
+	if crc32.Checksum(p, crcTable) != binary.LittleEndian.Uint32(c.b[j+4:]) {
+		return false
+	}
+	_, _, err := decodeRecord(p)
+	return err == nil
+}
+
+// runs says whether records run from i exactly to the end of c, each
+// valid. It follows the lengths first, and checks the records only of a
+// run that lands on the end.
+func (c *recordChain) runs(i int) bool {
+	c.path = c.path[:0]
+	ok := false
+	for j := i; ; {
+		if j == len(c.b) {
+			ok = true
+			break
+		}
+		if c.memo[j] != 0 {
+			ok = c.memo[j] == 1
+			break
+		}
+		n, fits := c.length(j)
+		if !fits {
+			c.memo[j] = 2
+			break
+		}
+		c.path = append(c.path, j)
+		j += 8 + n
+	}
+	for k := len(c.path) - 1; k >= 0; k-- {
+		j := c.path[k]
+		ok = ok && c.valid(j)
+		c.memo[j] = 2
+		if ok {
+			c.memo[j] = 1
+		}
+	}
+	return c.memo[i] == 1
 }
 
 // resyncChunk is how much of the file resync reads at a time.
