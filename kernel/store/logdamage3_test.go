@@ -3,8 +3,10 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"slices"
+	"syscall"
 	"testing"
 )
 
@@ -104,5 +106,66 @@ func TestSalvageDoesNotFeedRecordInsideDamage(t *testing.T) {
 	}
 	if slices.Contains(fed, int64(at+len(rec))) || len(fed) != len(f.keys) {
 		t.Errorf("fed %v: want all %d records but record 2, and not the copy at %d", fed, len(f.keys), at)
+	}
+}
+
+// The design's first example of damage, "a bad sector", is not garbage to
+// the reader but a read that fails (EIO). It used to fail readLog, so
+// replay failed and Open refused the journal ("move the file aside to open
+// the journal without the rest"): a user who followed that lost every
+// record of the segment. The 512 bytes unreadable are damage: every
+// record before and after them is fed. (The reader is fed through a
+// faulty io.ReaderAt over a real file: there is no device-mapper here to
+// make a real bad sector.)
+func TestUnreadableSectorFailsReplay(t *testing.T) {
+	f := newTornFixture(t, 8)
+	log := append(bytes.Clone(f.log), make([]byte, 8192)...)
+	sector := int64(f.starts[4]) &^ 511
+	scan, fed, _, err := readFaulty(t, log, sector, 512)
+	if err != nil {
+		t.Fatalf("one unreadable sector at %d: readLog fails, so Open refuses the journal: %v", sector, err)
+	}
+	t.Logf("sector %d unreadable: %d fed, damage %+v", sector, len(fed), scan.damage)
+	if len(fed) < 7 || len(scan.damage) == 0 {
+		t.Errorf("one unreadable sector: %d records fed, damage %+v", len(fed), scan.damage)
+	}
+	covered := false
+	for _, d := range scan.damage {
+		if d.off <= sector && sector+512 <= d.off+d.size && d.unreadable && d.synced && !d.framing {
+			covered = true
+		}
+	}
+	if !covered {
+		t.Errorf("damage %+v does not report the unreadable sector [%d, %d)", scan.damage, sector, sector+512)
+	}
+}
+
+// An unreadable sector with no valid batch header after it cannot be a
+// torn tail (an I/O error is a disk fault, not a write cut off): it is
+// reported as damage, and every record before it is fed.
+func TestUnreadableSectorInTailReported(t *testing.T) {
+	f := newTornFixture(t, 8)
+	log := append(bytes.Clone(f.log), make([]byte, 8192)...)
+	sector := (int64(len(f.log)) + 1024) &^ 511
+	scan, fed, _, err := readFaulty(t, log, sector, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []logDamage{{off: sector, size: 1024, synced: true, unreadable: true}}
+	if len(fed) != len(f.keys)+1 || !slices.Equal(scan.damage, want) {
+		t.Errorf("unreadable sectors past the last batch: %d fed, damage %+v; want %d and %+v", len(fed), scan.damage, len(f.keys)+1, want)
+	}
+}
+
+// More unreadable bytes than maxUnreadable is a failing or missing disk,
+// not a bad sector: the read error is returned (the journal refuses the
+// log and leaves it as it is) rather than the log taken for damage and
+// moved aside with records a later read may still get.
+func TestUnreadableDiskFails(t *testing.T) {
+	f := newTornFixture(t, 8)
+	log := append(bytes.Clone(f.log), make([]byte, 2*maxUnreadable)...)
+	_, _, _, err := readFaulty(t, log, int64(len(f.log))&^511, maxUnreadable+4096)
+	if !errors.Is(err, syscall.EIO) {
+		t.Errorf("%d unreadable bytes: error %v, want EIO", maxUnreadable+4096, err)
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
+	"syscall"
 	"unsafe"
 )
 
@@ -381,6 +384,9 @@ type logDamage struct {
 	// record elsewhere in the segment: one is not the batch's own, but
 	// which cannot be told, so none was fed.
 	unverified bool
+	// unreadable: the region holds sectors that could not be read (an
+	// I/O error: a bad sector), which read as zeros (sectorReader).
+	unreadable bool
 }
 
 // logScan is what readLog found in a log file.
@@ -395,42 +401,45 @@ type logScan struct {
 // fails its checksum is the torn tail, and ends the log without error,
 // unless a valid batch header follows it: then it is damage, returned in
 // the scan, and the records after it are read on. A record that passes its
-// checksum but does not decode is an error naming its offset.
+// checksum but does not decode is an error naming its offset. A sector
+// that cannot be read (EIO) reads as zeros and is reported as damage,
+// wherever it is (sectorReader).
 func readLog(f *os.File, from int64, fn func(logRecord) error) (logScan, error) {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	// Read through the reader of unreadable sectors, so that a bad
+	// sector in the file's header is damage to it like any other.
+	u := &sectorReader{ra: f}
+	var head [logHeaderBytes]byte
+	n, err := u.ReadAt(head[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return logScan{}, err
 	}
-	var head [logHeaderBytes]byte
-	if _, err := io.ReadFull(f, head[:len(logMagic)]); err != nil {
+	if n < len(logMagic) {
 		// A file cut inside its header was created and killed before any
 		// record was synced.
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return logScan{}, nil
-		}
-		return logScan{}, err
+		return logScan{}, nil
 	}
 	magic := string(head[:len(logMagic)])
 	switch magic {
 	case logMagicV1:
+		if _, err := f.Seek(int64(len(logMagicV1)), io.SeekStart); err != nil {
+			return logScan{}, err
+		}
 		end, err := readLogV1(f, from, fn)
 		return logScan{end: end}, err
 	case logMagic:
 	}
 	notLog := fmt.Errorf("not a hayloft journal log (header %q)", head[:len(logMagic)])
-	if _, err := io.ReadFull(f, head[len(logMagic):]); err != nil {
-		if magic == logMagic && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+	if n < logHeaderBytes {
+		if magic == logMagic {
 			return logScan{}, nil
 		}
-		if magic != logMagic {
-			return logScan{}, notLog
-		}
-		return logScan{}, err
+		return logScan{}, notLog
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		return logScan{}, err
 	}
-	r := &logReader{f: f, size: fi.Size(), from: from, fn: fn}
+	r := &logReader{f: u, unreadable: u, size: fi.Size(), from: from, fn: fn}
 	copy(r.id[:], head[len(logMagic):])
 	r.br = bufio.NewReaderSize(nil, 1<<20)
 	found, err := r.identify(magic == logMagic)
@@ -438,6 +447,10 @@ func readLog(f *os.File, from int64, fn func(logRecord) error) (logScan, error) 
 		return logScan{}, err
 	}
 	if !found && magic != logMagic {
+		if u.err != nil {
+			// Not a log, or one whose header could not be read.
+			return logScan{}, u.err
+		}
 		return logScan{}, notLog
 	}
 	return r.read()
@@ -479,6 +492,9 @@ type logReader struct {
 	rbuf []byte
 	// sbuf is salvage's buffer.
 	sbuf []byte
+	// unreadable is f, if f is the reader of unreadable sectors that
+	// read puts in (sectorReader): the sectors it could not read.
+	unreadable *sectorReader
 }
 
 // identify checks the file's header against its batch headers. The magic
@@ -540,6 +556,20 @@ func (r *logReader) seek(off int64) {
 }
 
 func (r *logReader) read() (logScan, error) {
+	if r.unreadable == nil {
+		r.unreadable = &sectorReader{ra: r.f}
+		r.f = r.unreadable
+	}
+	scan, err := r.readScan()
+	if err != nil {
+		return scan, err
+	}
+	r.unreadable.report(&scan)
+	return scan, nil
+}
+
+// readScan is read, but for the report of unreadable sectors.
+func (r *logReader) readScan() (logScan, error) {
 	var scan logScan
 	r.scan = &scan
 	for _, d := range r.pre {
@@ -1063,6 +1093,142 @@ func (r *logReader) resync(from int64) (int64, uint32, error) {
 		off += max(int64(len(b))-(batchHeaderBytes-1), 1)
 	}
 	return -1, 0, nil
+}
+
+// sectorBytes is the unit in which sectorReader reads around a sector it
+// cannot read: a disk's smallest (its logical sector); a larger physical
+// sector fails as several of them.
+const sectorBytes = 512
+
+// maxUnreadable bounds the bytes sectorReader passes over as unreadable:
+// beyond it the disk is failing or gone rather than one bad sector, and
+// the read error is returned (the journal refuses the log, which stays as
+// it is) instead of taking the whole log for damage and moving it aside
+// with records a later read may still get.
+const maxUnreadable = 1 << 20
+
+// sectorReader reads the log file ra for logReader, and turns a sector
+// that cannot be read (EIO: a bad sector) into damage rather than an error
+// that would make the journal refuse the whole log. A read that fails is
+// read again a sector at a time; each sector that fails reads as zeros,
+// which no record nor batch header passes, so the reader takes it for a
+// bad region like any other (damage if a valid batch header follows, the
+// torn tail otherwise), and the sector is remembered, not read again.
+// report then adds the unreadable sectors to the damage: an I/O error is a
+// disk fault, never a torn write, so one in the tail is reported too.
+type sectorReader struct {
+	ra  io.ReaderAt
+	bad []logDamage // the unreadable ranges, in order, apart
+	n   int64       // their bytes
+	err error       // the first read error passed over
+}
+
+func (u *sectorReader) ReadAt(p []byte, off int64) (int, error) {
+	if !u.touches(off, off+int64(len(p))) {
+		n, err := u.ra.ReadAt(p, off)
+		if !errors.Is(err, syscall.EIO) {
+			return n, err
+		}
+	}
+	n := 0
+	for n < len(p) {
+		at := off + int64(n)
+		q := p[n:min(len(p), n+int(sectorBytes-at%sectorBytes))]
+		if u.covers(at, at+int64(len(q))) {
+			clear(q)
+			n += len(q)
+			continue
+		}
+		m, err := u.ra.ReadAt(q, at)
+		if errors.Is(err, syscall.EIO) {
+			if u.n+int64(len(q)) > maxUnreadable {
+				return n, err
+			}
+			if u.err == nil {
+				u.err = err
+			}
+			clear(q)
+			u.add(at, int64(len(q)))
+			m, err = len(q), nil
+		}
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// touches says whether [off, end) overlaps an unreadable range.
+func (u *sectorReader) touches(off, end int64) bool {
+	for _, b := range u.bad {
+		if b.off < end && off < b.off+b.size {
+			return true
+		}
+	}
+	return false
+}
+
+// covers says whether [off, end) lies within one unreadable range.
+func (u *sectorReader) covers(off, end int64) bool {
+	for _, b := range u.bad {
+		if b.off <= off && end <= b.off+b.size {
+			return true
+		}
+	}
+	return false
+}
+
+// add adds [off, off+size), not yet among them, to the unreadable ranges.
+func (u *sectorReader) add(off, size int64) {
+	u.n += size
+	i, _ := slices.BinarySearchFunc(u.bad, off, func(b logDamage, off int64) int { return cmp.Compare(b.off, off) })
+	u.bad = slices.Insert(u.bad, i, logDamage{off: off, size: size})
+	// Merge with the neighbours it touches.
+	if i+1 < len(u.bad) && off+size == u.bad[i+1].off {
+		u.bad[i].size += u.bad[i+1].size
+		u.bad = slices.Delete(u.bad, i+1, i+2)
+	}
+	if i > 0 && u.bad[i-1].off+u.bad[i-1].size == off {
+		u.bad[i-1].size += u.bad[i].size
+		u.bad = slices.Delete(u.bad, i, i+1)
+	}
+}
+
+// report marks the scan's damage that holds unreadable sectors as such,
+// and adds the unreadable sectors no damage holds (in the torn tail, or
+// past it) as damage of their own: synced, since an I/O error is a disk
+// fault, not a write cut off, whichever batch it is in.
+func (u *sectorReader) report(scan *logScan) {
+	if u == nil || len(u.bad) == 0 {
+		return
+	}
+	for i := range scan.damage {
+		if d := &scan.damage[i]; u.touches(d.off, d.off+d.size) {
+			d.unreadable = true
+		}
+	}
+	for _, b := range u.bad {
+		// The parts of b outside every damaged region.
+		off := b.off
+		for _, d := range scan.damage {
+			end := b.off + b.size
+			if off >= end {
+				break
+			}
+			if d.off+d.size <= off || d.off >= end {
+				continue
+			}
+			if d.off > off {
+				scan.damage = append(scan.damage, logDamage{off: off, size: d.off - off, synced: true, unreadable: true})
+			}
+			off = max(off, d.off+d.size)
+		}
+		if end := b.off + b.size; off < end {
+			scan.damage = append(scan.damage, logDamage{off: off, size: end - off, synced: true, unreadable: true})
+		}
+	}
+	slices.SortStableFunc(scan.damage, func(a, b logDamage) int { return cmp.Compare(a.off, b.off) })
 }
 
 // damaged adds the region [off, end), whose records are lost, to the
