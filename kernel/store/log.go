@@ -1098,6 +1098,10 @@ func (s *Store) warnDamage(path, kept string, from int64, damage []logDamage) {
 				"the records were read past it, and none is lost to it", args...)
 		case d.off+d.size <= from:
 			s.log.Warn("journal log damaged (a disk fault or a stray write) where its records had been fed to the journal before: nothing is lost", args...)
+		case d.unreadable:
+			s.log.Warn("journal log has sectors the disk could not read (an I/O error: a failing disk): "+
+				"the records in them, if any, are lost, and the samples they held will be asked again when the run is resumed; "+
+				"every record that could be read is in the journal; check the disk", args...)
 		case d.synced:
 			s.log.Warn("journal log damaged inside the part that had been synced (a disk fault or a stray write, not a cut-off last write): "+
 				"the records there are lost, and the samples they held will be asked again when the run is resumed; "+
