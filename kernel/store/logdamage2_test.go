@@ -147,11 +147,7 @@ func TestRecordCopiedOverAnother(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []region
-			for _, d := range scan.damage {
-				got = append(got, region{int(d.off), int(d.size)})
-			}
-			if fmt.Sprint(got) != fmt.Sprint(c.regions) {
+			if got := regions(scan); fmt.Sprint(got) != fmt.Sprint(c.regions) {
 				t.Errorf("damage %v, want %v", got, c.regions)
 			}
 			responses, failure, w, path := f.replay(t, log)

@@ -55,6 +55,15 @@ func readLogBytes(t *testing.T, log []byte, from int64) (logScan, []int64, error
 // region is a damaged region as a test expects it.
 type region struct{ off, size int }
 
+// regions are the damaged regions of scan.
+func regions(scan logScan) []region {
+	var out []region
+	for _, d := range scan.damage {
+		out = append(out, region{int(d.off), int(d.size)})
+	}
+	return out
+}
+
 // A record or batch header damaged inside the synced part of a log (a
 // valid batch follows it) is not a torn tail: every valid record before
 // and after it is fed, Open succeeds, the log is kept as NAME.damaged, and
@@ -153,9 +162,8 @@ func TestDamagedLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []region
+			got := regions(scan)
 			for _, d := range scan.damage {
-				got = append(got, region{int(d.off), int(d.size)})
 				if d.synced == c.unsynced {
 					t.Errorf("region at %d: synced %v", d.off, d.synced)
 				}
