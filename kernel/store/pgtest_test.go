@@ -154,3 +154,44 @@ func TestPostgresStoresNULAsReplacement(t *testing.T) {
 		t.Errorf("after reopen, the valid response: found %v, %v", ok, err)
 	}
 }
+
+// On PostgreSQL too, a record the database refuses (class 23: a sample of
+// an eval the journal lacks) is set aside in a file beside the log, and
+// the records around it are fed.
+func TestPostgresRefusedRecordIsSetAside(t *testing.T) {
+	dsn := testPostgres(t)
+	t.Chdir(t.TempDir())
+	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "q.hcl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "task.t", Model: "model.m", Scorers: []string{"exact"}}); err != nil {
+		t.Fatal(err)
+	}
+	logDir := s.logDir
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeRefusedLog(t, logDir, run)
+	var w warnings
+	s, err = OpenWith(ctx, dsn, Options{Logger: w.logger()})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	samples, err := s.Samples(ctx, run, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != 2 || samples[0].ID != "a" || samples[1].ID != "c" {
+		t.Errorf("samples fed %d, want a and c", len(samples))
+	}
+	if _, err := os.Stat(filepath.Join(logDir, "dead-7.log"+unfedSuffix)); err != nil || !strings.Contains(w.String(), "set aside") || !strings.Contains(w.String(), "23503") {
+		t.Errorf("set aside: %v; warned %q", err, w.String())
+	}
+}

@@ -32,27 +32,8 @@ func TestRefusedRecordIsSetAside(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// A dead process's log (the previous release's format): a, then b of
-	// an eval the journal lacks, then c.
-	log := []byte(logMagicV1)
-	for i, c := range []struct{ eval, id string }{{"e", "a"}, {"nope", "b"}, {"e", "c"}} {
-		r, err := sampleRow(run, c.eval, &sdk.Sample{ID: c.id, Depth: -1}, SampleMeta{Index: i})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := encodeRecord([]row{r}, int64(i+1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		log = append(log, rec...)
-	}
 	logDir := path + logDirSuffix
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(logDir, "dead-7.log"), log, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeRefusedLog(t, logDir, run)
 	var w warnings
 	s, err = OpenWith(ctx, path, Options{Logger: w.logger()})
 	if err != nil {
@@ -101,5 +82,30 @@ func TestRefusedRecordIsSetAside(t *testing.T) {
 	s.Close()
 	if w2.String() != "" {
 		t.Errorf("reopen warned %q", w2.String())
+	}
+}
+
+// writeRefusedLog writes into logDir the log a dead process left (in the
+// previous release's format) of three samples of run's eval "e": a, then b
+// of an eval "nope" the journal lacks, then c.
+func writeRefusedLog(t *testing.T, logDir, run string) {
+	t.Helper()
+	log := []byte(logMagicV1)
+	for i, c := range []struct{ eval, id string }{{"e", "a"}, {"nope", "b"}, {"e", "c"}} {
+		r, err := sampleRow(run, c.eval, &sdk.Sample{ID: c.id, Depth: -1}, SampleMeta{Index: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := encodeRecord([]row{r}, int64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, rec...)
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(logDir, "dead-7.log"), log, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
