@@ -162,24 +162,10 @@ func TestPostgresRefusedRecordIsSetAside(t *testing.T) {
 	dsn := testPostgres(t)
 	t.Chdir(t.TempDir())
 	ctx := context.Background()
-	s, err := Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "q.hcl"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "task.t", Model: "model.m", Scorers: []string{"exact"}}); err != nil {
-		t.Fatal(err)
-	}
-	logDir := s.logDir
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	run, logDir := refusedJournal(t, dsn)
 	writeRefusedLog(t, logDir, run)
 	var w warnings
-	s, err = OpenWith(ctx, dsn, Options{Logger: w.logger()})
+	s, err := OpenWith(ctx, dsn, Options{Logger: w.logger()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -18,24 +18,10 @@ import (
 func TestRefusedRecordIsSetAside(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := s.BeginRun(ctx, RunInfo{ConfigPath: "q.hcl"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "task.t", Model: "model.m", Scorers: []string{"exact"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	logDir := path + logDirSuffix
+	run, logDir := refusedJournal(t, path)
 	writeRefusedLog(t, logDir, run)
 	var w warnings
-	s, err = OpenWith(ctx, path, Options{Logger: w.logger()})
+	s, err := OpenWith(ctx, path, Options{Logger: w.logger()})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -108,4 +94,25 @@ func writeRefusedLog(t *testing.T, logDir, run string) {
 	if err := os.WriteFile(filepath.Join(logDir, "dead-7.log"), log, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// refusedJournal makes the journal at path hold one run with the eval "e"
+// and closes it; it returns the run and the journal's log directory.
+func refusedJournal(t *testing.T, path string) (run, logDir string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run, err = s.BeginRun(ctx, RunInfo{ConfigPath: "q.hcl"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutEval(ctx, run, EvalInfo{Name: "e", Task: "task.t", Model: "model.m", Scorers: []string{"exact"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return run, s.logDir
 }
