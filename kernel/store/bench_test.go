@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -304,15 +303,7 @@ func BenchmarkReadLog(b *testing.B) {
 				l.batch(recs...)
 			}
 			log := append(l.b, make([]byte, reserveBytes)...)
-			path := filepath.Join(b.TempDir(), "x.log")
-			if err := os.WriteFile(path, log, 0o644); err != nil {
-				b.Fatal(err)
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
+			f := logFile(b, log)
 			b.SetBytes(int64(len(l.b)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -168,17 +168,7 @@ func (f *tornFixture) open(t *testing.T, n int) (*Store, string) {
 // dead-1.log, and opens it with logger.
 func (f *tornFixture) openLog(t *testing.T, log []byte, logger hclog.Logger) (*Store, string, error) {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "j.db")
-	if err := os.WriteFile(path, f.db, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(path+logDirSuffix, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(path+logDirSuffix, "dead-1.log"), log, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := f.writeDeadLog(t, log)
 	s, err := OpenWith(context.Background(), path, Options{Logger: logger})
 	return s, path, err
 }

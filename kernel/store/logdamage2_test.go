@@ -36,6 +36,19 @@ func (f *tornFixture) writeDeadLog(t *testing.T, log []byte) string {
 	return path
 }
 
+// writeDeadLogFed is writeDeadLog with the dead process's progress row
+// saying it had fed its log up to fed.
+func (f *tornFixture) writeDeadLogFed(t *testing.T, log []byte, fed int64) string {
+	t.Helper()
+	path := f.writeDeadLog(t, log)
+	db := rawDB(t, path)
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO journal_logs (name, fed, updated_at) VALUES ('dead-1.log', ?, 'x')`, fed); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // The file's header (magic and segment id) is synced with the first
 // reservation and can be damaged like any byte after it. One byte of the
 // segment id damaged must not make every batch header fail (the whole
@@ -206,12 +219,7 @@ func TestFedOffsetProvesLastBatch(t *testing.T) {
 			if fmt.Sprint(scan.damage) != fmt.Sprint(want) {
 				t.Errorf("damage %+v, want %+v", scan.damage, want)
 			}
-			path := f.writeDeadLog(t, log)
-			db := rawDB(t, path)
-			if _, err := db.Exec(`INSERT INTO journal_logs (name, fed, updated_at) VALUES ('dead-1.log', ?, 'x')`, c.fed); err != nil {
-				t.Fatal(err)
-			}
-			db.Close()
+			path := f.writeDeadLogFed(t, log, int64(c.fed))
 			var w warnings
 			s, err := OpenWith(context.Background(), path, Options{Logger: w.logger()})
 			if err != nil {

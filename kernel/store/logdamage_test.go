@@ -20,7 +20,7 @@ import (
 
 // logFile writes log to a file and opens it for reading, until the test
 // ends.
-func logFile(t *testing.T, log []byte) *os.File {
+func logFile(t testing.TB, log []byte) *os.File {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "x.log")
 	if err := os.WriteFile(path, log, 0o644); err != nil {
@@ -344,16 +344,7 @@ func TestDamageBeforeFedOffset(t *testing.T) {
 	f := newTornFixture(t, 4)
 	log := bytes.Clone(f.log)
 	log[f.starts[1]+20] ^= 1
-	dir := t.TempDir()
-	path := filepath.Join(dir, "j.db")
-	os.WriteFile(path, f.db, 0o644)
-	db := rawDB(t, path)
-	if _, err := db.Exec(`INSERT INTO journal_logs (name, fed, updated_at) VALUES ('dead-1.log', ?, 'x')`, f.ends[3]); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	os.MkdirAll(path+logDirSuffix, 0o755)
-	os.WriteFile(filepath.Join(path+logDirSuffix, "dead-1.log"), log, 0o644)
+	path := f.writeDeadLogFed(t, log, int64(f.ends[3]))
 	var w warnings
 	s, err := OpenWith(context.Background(), path, Options{Logger: w.logger()})
 	if err != nil {
