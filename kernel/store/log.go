@@ -1082,34 +1082,34 @@ const damagedSuffix = ".damaged"
 // damage it has not yet reported (logRecord.hold), so an offset past a
 // region is never an earlier replay's that was cut off.
 func (s *Store) warnDamage(path, kept string, from int64, damage []logDamage) {
+	const (
+		askedAgain = ", and the samples they held will be asked again when the run is resumed; "
+		around     = "every valid record before and after the damage is in the journal"
+	)
 	for _, d := range damage {
 		args := []any{"log", path, "offset", d.off, "bytes", d.size, "kept_as", kept}
+		var msg string
 		switch {
 		case d.copyOf > 0:
-			s.log.Warn("journal log record overwritten by a copy of another record of the log (a misdirected write; it passes its own checksum, not its batch's): "+
-				"the copy was not fed, the record it replaced is lost, and the samples it held will be asked again when the run is resumed; "+
-				"every other record is in the journal", append(args, "copy_of_offset", d.copyOf)...)
+			msg = "record overwritten by a copy of another record of the log (a misdirected write; it passes its own checksum, not its batch's): " +
+				"the copy was not fed, the record it replaced is lost" + askedAgain + "every other record is in the journal"
+			args = append(args, "copy_of_offset", d.copyOf)
 		case d.unverified:
-			s.log.Warn("journal log batch whose records each pass their checksum but not the batch's: one of them was overwritten by a record from elsewhere "+
-				"(a misdirected write), and which cannot be told, so none of them was fed: they are lost, and the samples they held will be asked again when the run is resumed; "+
-				"every valid record before and after them is in the journal", args...)
+			msg = "batch whose records each pass their checksum but not the batch's: one of them was overwritten by a record from elsewhere " +
+				"(a misdirected write), and which cannot be told, so none of them was fed: they are lost" + askedAgain + around
 		case d.framing:
-			s.log.Warn("journal log damaged in its framing (the file's header or a batch header; a disk fault or a stray write): "+
-				"the records were read past it, and none is lost to it", args...)
+			msg = "damaged in its framing (the file's header or a batch header; a disk fault or a stray write): the records were read past it, and none is lost to it"
 		case d.off+d.size <= from:
-			s.log.Warn("journal log damaged (a disk fault or a stray write) where its records had been fed to the journal before: nothing is lost", args...)
+			msg = "damaged (a disk fault or a stray write) where its records had been fed to the journal before: nothing is lost"
 		case d.unreadable:
-			s.log.Warn("journal log has sectors the disk could not read (an I/O error: a failing disk): "+
-				"the records in them, if any, are lost, and the samples they held will be asked again when the run is resumed; "+
-				"every record that could be read is in the journal; check the disk", args...)
+			msg = "has sectors the disk could not read (an I/O error: a failing disk): the records in them, if any, are lost" + askedAgain +
+				"every record that could be read is in the journal; check the disk"
 		case d.synced:
-			s.log.Warn("journal log damaged inside the part that had been synced (a disk fault or a stray write, not a cut-off last write): "+
-				"the records there are lost, and the samples they held will be asked again when the run is resumed; "+
-				"every valid record before and after the damage is in the journal", args...)
+			msg = "damaged inside the part that had been synced (a disk fault or a stray write, not a cut-off last write): the records there are lost" + askedAgain + around
 		default:
-			s.log.Warn("journal log damaged before records written after it: it was written with journal_sync = \"os\", and an OS crash or a power loss "+
-				"can do this (as can a disk fault); the records there are lost, and the samples they held will be asked again when the run is resumed; "+
-				"every valid record before and after the damage is in the journal", args...)
+			msg = "damaged before records written after it: it was written with journal_sync = \"os\", and an OS crash or a power loss " +
+				"can do this (as can a disk fault); the records there are lost" + askedAgain + around
 		}
+		s.log.Warn("journal log "+msg, args...)
 	}
 }
