@@ -183,6 +183,13 @@ func NotMean(m Metric, e *Eval, i int) (why string, checked bool) {
 // declining a value): that mean would stand in the row's value column for
 // a number its scorer never gives.
 func withdrawRecomputed(evs []*Eval) {
+	// Checking a journaled aggregate reads every score of its row: only
+	// when a row did not finish is there anything to withdraw.
+	if !slices.ContainsFunc(evs, func(ev *Eval) bool {
+		return slices.ContainsFunc(ev.Metrics, func(m Metric) bool { return m.Recomputed })
+	}) {
+		return
+	}
 	notMean := map[string]string{}
 	for _, ev := range evs {
 		for i, m := range ev.Metrics {
