@@ -419,14 +419,12 @@ func readLog(f *os.File, from int64, fn func(logRecord) error) (logScan, error) 
 		return logScan{}, nil
 	}
 	magic := string(head[:len(logMagic)])
-	switch magic {
-	case logMagicV1:
+	if magic == logMagicV1 {
 		if _, err := f.Seek(int64(len(logMagicV1)), io.SeekStart); err != nil {
 			return logScan{}, err
 		}
 		end, err := readLogV1(f, from, fn)
 		return logScan{end: end}, err
-	case logMagic:
 	}
 	notLog := fmt.Errorf("not a hayloft journal log (header %q)", head[:len(logMagic)])
 	if n < logHeaderBytes {
